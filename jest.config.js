@@ -1,0 +1,43 @@
+// One jest run for the whole repo: unit tests need nothing; *.integration.test.ts
+// use the real PostgreSQL / Kafka / schema registry that the global setup provides
+// (from the environment, or started locally once per run; see libs/testkit).
+const swc = [
+  '@swc/jest',
+  {
+    jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+    module: { type: 'commonjs' },
+    sourceMaps: 'inline',
+  },
+];
+
+/** Workspace packages resolve to their TypeScript sources, so tests never need a build. */
+const moduleNameMapper = {
+  '^@svc/(contracts|runtime|testkit|bus)$': '<rootDir>/libs/$1/src/index.ts',
+};
+
+const project = (dir, displayName) => ({
+  displayName,
+  rootDir: __dirname,
+  roots: [`<rootDir>/${dir}`],
+  testMatch: ['**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+  transform: { '^.+\\.ts$': swc },
+  moduleNameMapper,
+  testEnvironment: 'node',
+});
+
+module.exports = {
+  projects: [
+    project('libs/contracts', '@svc/contracts'),
+    project('libs/runtime', '@svc/runtime'),
+    project('libs/testkit', '@svc/testkit'),
+    project('libs/bus', '@svc/bus'),
+    project('tools/svcctl', '@svc/svcctl'),
+    project('services/standalone', '@svc/standalone'),
+  ],
+  globalSetup: '<rootDir>/libs/testkit/src/global-setup.ts',
+  globalTeardown: '<rootDir>/libs/testkit/src/global-teardown.ts',
+  transform: { '^.+\\.ts$': swc },
+  moduleNameMapper,
+  testTimeout: 60_000,
+};

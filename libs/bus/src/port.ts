@@ -1,0 +1,79 @@
+import type { TopicSpec } from '@svc/contracts';
+
+/**
+ * The bus port: the only way services talk to each other. Two adapters
+ * implement it (Kafka for scale-out, a Postgres-backed log for the embedded
+ * tier) and both pass one contract suite (contract.ts).
+ *
+ * Guarantees: a message is stored durably before produce() reports it ok;
+ * messages with the same key go to the same partition and are delivered in
+ * order; delivery is at-least-once: a batch whose handler throws, or whose
+ * consumer dies before committing, is delivered again.
+ */
+
+export interface OutgoingMessage<T = unknown> {
+  /** Partitioning key: equal keys keep their order. */
+  key: string;
+  value: T;
+  headers?: Record<string, string>;
+}
+
+/** Per message, in the order given: stored, or why not. */
+export type ProduceResult = { ok: true } | { ok: false; error: Error };
+
+export interface IncomingMessage<T = unknown> {
+  topic: string;
+  partition: number;
+  /** Position in the partition, as a decimal string (Kafka offsets exceed 2^53 in principle). */
+  offset: string;
+  key: string;
+  value: T;
+  headers: Record<string, string>;
+  /** When the log stored the message. */
+  timestamp: Date;
+}
+
+/** Consecutive messages of one partition. */
+export interface MessageBatch<T = unknown> {
+  topic: string;
+  partition: number;
+  messages: IncomingMessage<T>[];
+}
+
+/**
+ * Handles one batch. Returning commits the offsets past the batch; throwing
+ * commits nothing, and the batch is delivered again after a back-off.
+ */
+export type BatchHandler<T = unknown> = (batch: MessageBatch<T>) => Promise<void>;
+
+export interface SubscribeOptions<T = unknown> {
+  groupId: string;
+  topics: readonly TopicSpec[];
+  handler: BatchHandler<T>;
+  /** Upper bound of messages per batch. */
+  maxBatchSize?: number;
+  /** Start from the earliest message when the group has no committed offset (default true). */
+  fromBeginning?: boolean;
+}
+
+export interface Subscription {
+  pause(): void;
+  resume(): void;
+  /** Finishes the batch in hand, commits it, and leaves the group. */
+  stop(): Promise<void>;
+}
+
+export interface Bus {
+  /** Creates missing topics with their partition counts (and registers their schemas). */
+  ensureTopics(topics: readonly TopicSpec[]): Promise<void>;
+  /**
+   * Validates each message against its topic's schema (a violation is refused
+   * with a SchemaViolationError naming the topic and field, and nothing is
+   * sent), then stores them. Throws BusUnavailableError (retriable) when the
+   * log cannot be reached at all.
+   */
+  produce<T>(topic: TopicSpec, messages: readonly OutgoingMessage<T>[]): Promise<ProduceResult[]>;
+  subscribe<T>(options: SubscribeOptions<T>): Promise<Subscription>;
+  /** Stops every subscription, flushes and disconnects. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,27 @@
+/** The spec's numeric limits (Limits table). */
+export const Limits = {
+  batchMaxEvents: 100,
+  batchBodyBytes: 1_048_576,
+  smallBodyBytes: 262_144,
+  identifierMaxLength: 200,
+  eventNameMaxLength: 200,
+  requestIdMaxLength: 200,
+  /** Per-minute request rates, fixed one-minute windows. */
+  rate: {
+    batchPerOrgIp: 100,
+    batchPerOrg: 2000,
+    profilesReadPerOrgIp: 60,
+    profilesMergePerOrgIp: 10,
+    consentPerOrgIp: 60,
+  },
+  profileList: { defaultLimit: 50, maxLimit: 100 },
+  profileEvents: { defaultLimit: 50, maxLimit: 200 },
+  search: { defaultLimit: 20, maxLimit: 50, maxQueryLength: 200 },
+  /** Warn-only soft caps on properties and traits. */
+  softCaps: { maxKeys: 300, maxValueBytes: 32 * 1024, maxDepth: 8 },
+  /** A timestamp further than this in the future is clamped to the receive time. */
+  futureTimestampToleranceMs: 5 * 60 * 1000,
+  /** Retry-After on 503 and on the paused-ingestion 429. */
+  retryAfterUnavailableSeconds: 30,
+  retryAfterPausedSeconds: 86_400,
+} as const;

@@ -1,0 +1,90 @@
+/**
+ * Every exact string of the interface spec, in one place. Code and tests import
+ * these; nothing else spells them out. Changing one is a breaking API change.
+ */
+
+/** Request-level `error` messages (the `error` field of the envelope). */
+export const Messages = {
+  missingAuthorization: 'Missing Authorization header',
+  invalidAuthorizationFormat: 'Invalid Authorization format. Use: Bearer <api_key>',
+  emptyApiKey: 'Empty API key',
+  invalidApiKey: 'Invalid or expired API key',
+  authenticationFailed: 'Authentication failed',
+  ipNotAllowed: 'Client IP not allowed for this API key',
+  originNotAllowed: 'Origin not allowed for this API key',
+  contentTypeNotJson: 'Content-Type must be application/json',
+  emptyBody: 'Empty request body',
+  invalidJson: 'Invalid JSON in request body',
+  batchRequired: 'Invalid request: batch array is required',
+  batchTooLarge: 'Batch too large: maximum 100 events per request',
+  notFound: 'Not found',
+  profileNotFound: 'Profile not found',
+  mergeProfilesNotFound: 'One or both profiles not found',
+  invalidCursor: 'Invalid cursor',
+  searchParameterRequired: 'Search parameter required: q, email, user_id, or anonymous_id',
+  rateLimitedPerIp: (max: number) => `Rate limit exceeded: max ${max} requests per minute per IP`,
+  rateLimitedPerOrg: (max: number) => `Rate limit exceeded: max ${max} requests per minute per org`,
+  quotaPaused: 'Event quota exceeded. Upgrade your plan to resume ingestion.',
+  monthlyLimitReached: 'Monthly event limit exceeded. Please upgrade your plan.',
+  bodyTooLarge: (limitBytes: number) => `Request body too large: maximum ${limitBytes} bytes`,
+  usageCheckFailed: 'Service temporarily unavailable — usage check failed',
+  serviceUnavailable: 'Service temporarily unavailable',
+  internalError: 'Internal server error',
+  methodNotAllowed: 'Method not allowed',
+  /** 403 for a valid key of the wrong type; names the type(s) the operation needs. */
+  insufficientPermissions: (required: RequiredKeyType) =>
+    `Insufficient permissions: this operation requires a ${required} key`,
+} as const;
+
+/** The key types an operation can require, as named in 403 messages. */
+export type RequiredKeyType = 'write or admin' | 'read or admin' | 'admin';
+
+/** Machine-readable `code` values of the error envelope. */
+export const ErrorCodes = {
+  rateLimited: 'rate_limited',
+  ipNotAllowed: 'ip_not_allowed',
+  originNotAllowed: 'origin_not_allowed',
+} as const;
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+/** 413 hints. */
+export const BodyLimitHints = {
+  batch: 'Split the payload into requests of at most 100 events and 1 MiB (1048576 bytes) each.',
+  generic: 'Reduce the size of the request body.',
+} as const;
+
+/** Per-event reasons, reported inside `errors` as `<messageId>: <reason>`. */
+export const EventReasons = {
+  eventRequired: 'Event is required',
+  typeRequired: 'Event type is required',
+  invalidType: (type: string) => `Invalid event type: ${type}`,
+  messageIdRequired: 'messageId is required',
+  /** Additive (not in the spec's table): a messageId over 200 characters. */
+  invalidMessageId: 'Invalid messageId',
+  anonymousIdRequired: 'anonymousId is required',
+  timestampRequired: 'timestamp is required',
+  /** Additive (not in the spec's table): a present timestamp that is not ISO 8601. */
+  invalidTimestamp: 'Invalid timestamp',
+  eventNameRequired: 'event name is required for track events',
+  eventNameTooLong: 'event name too long',
+  userIdRequiredForAlias: 'userId is required for alias events',
+  groupIdRequiredForGroup: 'groupId is required for group events',
+  invalidAnonymousId: 'Invalid anonymousId',
+  invalidUserId: 'Invalid userId',
+  invalidPreviousId: 'Invalid previousId',
+  identityResolutionFailed: 'identity_resolution_failed',
+  insertFailed: 'insert_failed',
+  notProcessed: 'not_processed',
+  processingFailed: 'processing_failed',
+} as const;
+
+/** Response headers and their fixed values. */
+export const Headers = {
+  requestId: 'X-Request-ID',
+  apiVersion: 'API-Version',
+  quotaStatus: 'X-SVC-Quota-Status',
+  rateLimitLimit: 'X-RateLimit-Limit',
+  rateLimitRemaining: 'X-RateLimit-Remaining',
+  retryAfter: 'Retry-After',
+} as const;
+export const API_VERSION = '1';

@@ -1,0 +1,25 @@
+import Ajv, { type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { Static, TSchema } from '@sinclair/typebox';
+
+const ajv = new Ajv({ allErrors: false, strict: false });
+addFormats(ajv);
+const compiled = new WeakMap<TSchema, ValidateFunction>();
+
+/** Compiles (once) and returns a validator for a contracts schema. */
+export function validatorFor<S extends TSchema>(schema: S): (value: unknown) => value is Static<S> {
+  let fn = compiled.get(schema);
+  if (!fn) {
+    fn = ajv.compile(schema);
+    compiled.set(schema, fn);
+  }
+  return fn as (value: unknown) => value is Static<S>;
+}
+
+/** The first schema violation as `<path> <message>`, for error messages that name the field. */
+export function firstSchemaError<S extends TSchema>(schema: S, value: unknown): string | undefined {
+  const validate = validatorFor(schema);
+  if (validate(value)) return undefined;
+  const err = compiled.get(schema)?.errors?.[0];
+  return err ? `${err.instancePath || '/'} ${err.message ?? 'is invalid'}` : 'is invalid';
+}

@@ -1,0 +1,142 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { InboundEventSchema } from './events';
+
+/**
+ * Kafka topic payloads. Each is JSON Schema registered as `<topic>-value`, so a
+ * downstream team can read any topic with stock Confluent tooling. Every payload
+ * carries `v`, its schema version; a breaking change gets a new version.
+ */
+
+const Timestamp = Type.String({ format: 'date-time' });
+const Uuid = Type.String({ format: 'uuid' });
+const FreeObject = Type.Record(Type.String(), Type.Unknown());
+
+/** events.raw: what the gateway accepted, exactly once per accepted event. */
+export const RawEventEnvelopeSchema = Type.Object(
+  {
+    /** Payload schema version. */
+    v: Type.Literal(1),
+    /** Organisation that owns the event. */
+    orgId: Uuid,
+    /** When the gateway received the request. */
+    receivedAt: Timestamp,
+    /** The request's X-Request-ID. */
+    requestId: Type.String(),
+    /** The client's IP address as the gateway saw it. */
+    clientIp: Type.String(),
+    /** The client's timestamp as sent, when the gateway clamped a future one. */
+    originalTimestamp: Type.Optional(Type.String()),
+    /** The validated event, context already screened (ip_address added, fingerprint consent applied). */
+    event: InboundEventSchema,
+  },
+  { $id: 'events.raw/v1', additionalProperties: false },
+);
+export type RawEventEnvelope = Static<typeof RawEventEnvelopeSchema>;
+
+/** events.resolved: the stored event with the profile it resolved to. */
+export const ResolvedEventSchema = Type.Object(
+  {
+    v: Type.Literal(1),
+    orgId: Uuid,
+    /** Stored event id. */
+    eventId: Uuid,
+    messageId: Type.String(),
+    /** Profile the event now belongs to. */
+    profileId: Uuid,
+    /** Stored name: the track event's name, or $pageview, $screen, $identify, $alias, $group. */
+    eventName: Type.String(),
+    eventTimestamp: Timestamp,
+    properties: FreeObject,
+    context: FreeObject,
+    /** Which signal found the profile, or `new_profile`. */
+    resolutionMethod: Type.String(),
+    receivedAt: Timestamp,
+  },
+  { $id: 'events.resolved/v1', additionalProperties: false },
+);
+export type ResolvedEvent = Static<typeof ResolvedEventSchema>;
+
+/** profiles.changes: a profile was created, updated or merged away. */
+export const ProfileChangeSchema = Type.Object(
+  {
+    v: Type.Literal(1),
+    orgId: Uuid,
+    profileId: Uuid,
+    change: Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('merged')]),
+    /** For `merged`: the surviving profile the source was merged into. */
+    mergedInto: Type.Optional(Uuid),
+    at: Timestamp,
+  },
+  { $id: 'profiles.changes/v1', additionalProperties: false },
+);
+export type ProfileChange = Static<typeof ProfileChangeSchema>;
+
+/** conversions.candidates: an event whose name qualifies under the org's connectors. */
+export const ConversionCandidateSchema = Type.Object(
+  {
+    v: Type.Literal(1),
+    orgId: Uuid,
+    profileId: Uuid,
+    eventId: Uuid,
+    /** Also the Meta event_id, so browser pixel and server events de-duplicate. */
+    messageId: Type.String(),
+    eventName: Type.String(),
+    eventTimestamp: Timestamp,
+    /** properties.value when numeric and in range, else null. */
+    value: Type.Union([Type.Number(), Type.Null()]),
+    /** properties.currency, a three-letter code; INR by default. */
+    currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+    /** properties.order_id; de-duplicates the conversion per platform. */
+    orderId: Type.Union([Type.String(), Type.Null()]),
+    /** SHA-256 hex of the normalised email and E.164 phone: clear PII never enters the topic. */
+    hashedEmail: Type.Union([Type.String(), Type.Null()]),
+    hashedPhone: Type.Union([Type.String(), Type.Null()]),
+    clientIp: Type.Union([Type.String(), Type.Null()]),
+    userAgent: Type.Union([Type.String(), Type.Null()]),
+    pageUrl: Type.Union([Type.String(), Type.Null()]),
+  },
+  { $id: 'conversions.candidates/v1', additionalProperties: false },
+);
+export type ConversionCandidate = Static<typeof ConversionCandidateSchema>;
+
+/** consent.decisions: one recorded consent decision. */
+export const ConsentDecisionEventSchema = Type.Object(
+  {
+    v: Type.Literal(1),
+    orgId: Uuid,
+    /** Stored consent record id. */
+    recordId: Uuid,
+    anonymousId: Type.String(),
+    userId: Type.Union([Type.String(), Type.Null()]),
+    /** Purpose name → granted (true) or denied (false). */
+    purposes: Type.Record(Type.String(), Type.Boolean()),
+    source: Type.String(),
+    clientTimestamp: Type.Union([Timestamp, Type.Null()]),
+    receivedAt: Timestamp,
+  },
+  { $id: 'consent.decisions/v1', additionalProperties: false },
+);
+export type ConsentDecisionEvent = Static<typeof ConsentDecisionEventSchema>;
+
+export interface TopicSpec<S extends TSchema = TSchema> {
+  /** Base topic name; deployments and tests may prefix it. */
+  name: string;
+  partitions: number;
+  schema: S;
+}
+
+/** Every topic the services use, with its payload schema and partition count. */
+export const Topics = {
+  eventsRaw: { name: 'events.raw', partitions: 8, schema: RawEventEnvelopeSchema },
+  eventsResolved: { name: 'events.resolved', partitions: 8, schema: ResolvedEventSchema },
+  profilesChanges: { name: 'profiles.changes', partitions: 4, schema: ProfileChangeSchema },
+  conversionsCandidates: {
+    name: 'conversions.candidates',
+    partitions: 4,
+    schema: ConversionCandidateSchema,
+  },
+  consentDecisions: { name: 'consent.decisions', partitions: 4, schema: ConsentDecisionEventSchema },
+} as const satisfies Record<string, TopicSpec>;
+
+/** Where a consumer parks a message it cannot decode or keeps failing on. */
+export const deadLetterTopicName = (topic: string): string => `${topic}.dlq`;

@@ -1,0 +1,90 @@
+import { describe, expect, it } from '@jest/globals';
+import { checkEvent } from './validate-event';
+import { EventReasons } from './messages';
+import { InboundEventSchema } from './events';
+import { validatorFor } from './schema-validator';
+
+const base = { messageId: 'm-1', anonymousId: 'anon_1', timestamp: '2026-11-20T10:00:00.000Z' };
+const ok = (type: string, extra: Record<string, unknown> = {}) => ({ type, ...base, ...extra });
+
+describe('checkEvent: every per-event reason of the spec', () => {
+  const cases: Array<[string, unknown, string]> = [
+    ['null event', null, EventReasons.eventRequired],
+    ['empty object', {}, EventReasons.eventRequired],
+    ['an array', [], EventReasons.eventRequired],
+    ['a string', 'track', EventReasons.eventRequired],
+    ['no type', { ...base }, EventReasons.typeRequired],
+    ['empty type', { ...base, type: '' }, EventReasons.typeRequired],
+    ['unknown type', ok('click'), 'Invalid event type: click'],
+    ['type of wrong case', ok('Track'), 'Invalid event type: Track'],
+    ['numeric type', ok('x', { type: 7 }), 'Invalid event type: 7'],
+    ['no messageId', { type: 'page', anonymousId: 'a1', timestamp: base.timestamp }, EventReasons.messageIdRequired],
+    ['numeric messageId', ok('page', { messageId: 12 }), EventReasons.messageIdRequired],
+    ['messageId over 200', ok('page', { messageId: 'm'.repeat(201) }), EventReasons.invalidMessageId],
+    ['no anonymousId', ok('page', { anonymousId: undefined }), EventReasons.anonymousIdRequired],
+    ['no timestamp', ok('page', { timestamp: undefined }), EventReasons.timestampRequired],
+    ['unparseable timestamp', ok('page', { timestamp: 'yesterday' }), EventReasons.invalidTimestamp],
+    ['impossible date', ok('page', { timestamp: '2026-13-45T10:00:00Z' }), EventReasons.invalidTimestamp],
+    ['track without event', ok('track'), EventReasons.eventNameRequired],
+    ['track with empty event', ok('track', { event: '' }), EventReasons.eventNameRequired],
+    ['track with event 201 chars', ok('track', { event: 'e'.repeat(201) }), EventReasons.eventNameTooLong],
+    ['alias without userId', ok('alias', { previousId: 'p' }), EventReasons.userIdRequiredForAlias],
+    ['group without groupId', ok('group'), EventReasons.groupIdRequiredForGroup],
+    ['junk anonymousId', ok('page', { anonymousId: 'undefined' }), EventReasons.invalidAnonymousId],
+    ['long anonymousId', ok('page', { anonymousId: 'a'.repeat(201) }), EventReasons.invalidAnonymousId],
+    ['numeric anonymousId', ok('page', { anonymousId: 5 }), EventReasons.invalidAnonymousId],
+    ['junk userId', ok('identify', { userId: '[object Object]' }), EventReasons.invalidUserId],
+    ['junk userId on alias', ok('alias', { userId: 'null' }), EventReasons.invalidUserId],
+    ['junk previousId', ok('alias', { userId: 'u1', previousId: 'guest' }), EventReasons.invalidPreviousId],
+  ];
+  it.each(cases)('%s', (_name, event, reason) => {
+    expect(checkEvent(event)).toEqual({ ok: false, reason });
+  });
+
+  const valid: Array<[string, Record<string, unknown>]> = [
+    ['track', ok('track', { event: 'purchase', properties: { value: 1 } })],
+    ['track with 200-char name', ok('track', { event: 'e'.repeat(200) })],
+    ['identify without userId or traits', ok('identify')],
+    ['identify with userId null', ok('identify', { userId: null })],
+    ['page with nothing else', ok('page')],
+    ['screen without a name', ok('screen')],
+    ['alias', ok('alias', { userId: 'u1', previousId: 'p1' })],
+    ['group', ok('group', { groupId: 'acme' })],
+    ['timestamp with offset', ok('page', { timestamp: '2026-11-20T10:00:00+05:30' })],
+    ['context of any shape is never a reason', ok('page', { context: { screen: 'big', consent: 'maybe' } })],
+  ];
+  it.each(valid)('accepts %s', (_name, event) => {
+    expect(checkEvent(event).ok).toBe(true);
+  });
+
+  it('drops a non-object properties, traits or context instead of failing the event', () => {
+    const result = checkEvent(ok('track', { event: 'x', properties: 'nope', traits: [1], context: 3 }));
+    expect(result.ok && result.event).toEqual(ok('track', { event: 'x' }));
+  });
+
+  it('reports the first rule broken, in the order of the spec table', () => {
+    expect(checkEvent({ type: 'track', anonymousId: 'null' })).toEqual({ ok: false, reason: EventReasons.messageIdRequired });
+  });
+});
+
+describe('InboundEventSchema agrees with checkEvent', () => {
+  const validate = validatorFor(InboundEventSchema);
+  // Screening (denylist) is code-only; every other rule must be in the JSON Schema too.
+  const events: unknown[] = [
+    ok('track'),
+    ok('track', { event: 'e' }),
+    ok('track', { event: 'e'.repeat(201) }),
+    ok('alias'),
+    ok('alias', { userId: 'u' }),
+    ok('group'),
+    ok('group', { groupId: 'g' }),
+    ok('identify'),
+    ok('page', { timestamp: 'not a time' }),
+    ok('page', { anonymousId: 'a'.repeat(201) }),
+    ok('click'),
+    { ...base },
+  ];
+  it.each(events.map((e) => [JSON.stringify(e).slice(0, 80), e]))('%s', (_n, event) => {
+    expect(validate(event)).toBe(checkEvent(event).ok);
+  });
+});

@@ -1,0 +1,108 @@
+import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import { BodyLimitHints, Messages } from '@svc/contracts';
+import type { Logger } from '../logging';
+import { payloadTooLarge, stopReading } from './body-limit';
+import { HttpError } from './http-error';
+import { sendJson } from './json-response';
+import { clearMatchedRoute } from './route-label';
+
+/** Last route: anything no router answered is a JSON 404, never express's HTML page. */
+export function notFound(): RequestHandler {
+  return (req, _res, next) => {
+    // A route may have matched and passed the request on; the answer is still "no route".
+    clearMatchedRoute(req);
+    next(new HttpError(404, Messages.notFound));
+  };
+}
+
+/**
+ * For `router.all(path, methodNotAllowed(['POST']))` after a path's real routes:
+ * 405 with an `Allow` header. OPTIONS is always listed (the CORS preflight answers
+ * it), and HEAD whenever GET is (express serves HEAD from GET routes).
+ */
+export function methodNotAllowed(allowed: readonly string[]): RequestHandler {
+  const methods = new Set(allowed.map((method) => method.toUpperCase()));
+  if (methods.has('GET')) methods.add('HEAD');
+  methods.add('OPTIONS');
+  const allow = [...methods].join(', ');
+  return (_req, _res, next) => {
+    next(new HttpError(405, Messages.methodNotAllowed, { headers: { Allow: allow } }));
+  };
+}
+
+/**
+ * Translates a service's own error types (e.g. a domain "unavailable" error → 503)
+ * into HttpErrors; return undefined for anything it does not recognise.
+ */
+export type ErrorMapper = (err: unknown) => HttpError | undefined;
+
+/**
+ * Renders every failure as the spec's envelope. HttpErrors show their own
+ * message; anything else is logged with the request id and answered with a bare
+ * `Internal server error`, so driver, framework or stack text never reaches a
+ * client.
+ */
+export function errorHandler(logger: Logger, mapError?: ErrorMapper): ErrorRequestHandler {
+  return (err: unknown, req, res, _next) => {
+    const log = res.locals.log ?? logger;
+    if (res.headersSent) {
+      // Too late for an envelope; cutting the connection is the only honest signal.
+      log.error({ err }, 'error after response headers were sent');
+      res.destroy();
+      return;
+    }
+    const known = err instanceof HttpError ? err : (mapError?.(err) ?? fromFrameworkError(err));
+    if (known === undefined) {
+      log.error({ err }, 'unhandled error');
+      sendJson(res, 500, { success: false, error: Messages.internalError });
+      return;
+    }
+    if (known.status >= 500 || !known.expose) {
+      log.error({ err }, 'request failed');
+    } else {
+      log.debug({ status: known.status, code: known.code, error: known.message }, 'request rejected');
+    }
+    // Any 413 means the rest of the body is unwanted: stop reading it.
+    if (known.status === 413 && !req.readableEnded) stopReading(req);
+    writeHttpError(res, known);
+  };
+}
+
+function writeHttpError(res: Response, err: HttpError): void {
+  for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
+  if (!err.expose) {
+    sendJson(res, err.status >= 500 ? err.status : 500, { success: false, error: Messages.internalError });
+    return;
+  }
+  const envelope = {
+    ...(err.omitSuccessField ? {} : { success: false }),
+    error: err.message,
+    ...(err.code === undefined ? {} : { code: err.code }),
+    ...err.body,
+  };
+  sendJson(res, err.status, envelope);
+}
+
+/**
+ * Errors raised by express itself or by a body-parser a service might mount,
+ * translated to catalogue messages instead of their own text (which may echo input).
+ */
+function fromFrameworkError(err: unknown): HttpError | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { type, limit, status } = err as { type?: unknown; limit?: unknown; status?: unknown };
+  switch (type) {
+    case 'entity.too.large':
+      return typeof limit === 'number' ? payloadTooLarge(limit, BodyLimitHints.generic) : undefined;
+    case 'entity.parse.failed':
+    case 'request.aborted':
+    case 'request.size.invalid':
+      return new HttpError(400, Messages.invalidJson);
+    case 'charset.unsupported':
+    case 'encoding.unsupported':
+      return new HttpError(400, Messages.contentTypeNotJson);
+  }
+  // The router could not percent-decode a route parameter (e.g. `/v1-profiles/%E0`):
+  // no resource can have that id, so it is a plain 404.
+  if (err instanceof URIError && status === 400) return new HttpError(404, Messages.notFound);
+  return undefined;
+}

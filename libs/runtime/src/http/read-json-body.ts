@@ -1,0 +1,101 @@
+import type { IncomingMessage } from 'node:http';
+import { Messages } from '@svc/contracts';
+import { declaredContentLength, payloadTooLarge, stopReading } from './body-limit';
+import { HttpError } from './http-error';
+
+export interface ReadJsonBodyOptions {
+  /** Largest accepted body in bytes; one more byte is a 413. */
+  limitBytes: number;
+  /** `hint` of the 413 body (`BodyLimitHints.batch` or `.generic`). */
+  hint: string;
+}
+
+/**
+ * Reads and parses a JSON request body. Route handlers call it after
+ * authentication, which is why no body-parsing middleware runs globally: an
+ * unauthenticated caller must not make the server read (or buffer) its body.
+ *
+ * Errors (all HttpError): 400 `contentTypeNotJson` when the media type is not
+ * `application/json`; 413 as soon as the byte count passes the limit (declared or
+ * streamed; the rest of the body is never read); 400 `emptyBody` for zero bytes or
+ * only whitespace; 400 `invalidJson` for anything unparsable (invalid UTF-8
+ * included) or a body cut short by the client.
+ */
+export async function readJsonBody(req: IncomingMessage, options: ReadJsonBodyOptions): Promise<unknown> {
+  if (!isJsonContentType(req.headers['content-type'])) {
+    throw new HttpError(400, Messages.contentTypeNotJson);
+  }
+  const declared = declaredContentLength(req);
+  if (declared !== undefined && declared > options.limitBytes) {
+    stopReading(req);
+    throw payloadTooLarge(options.limitBytes, options.hint);
+  }
+  const raw = await readBounded(req, options);
+  return parseJson(raw);
+}
+
+/** `application/json`, any parameters (`; charset=utf-8`), any letter case. */
+export function isJsonContentType(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  const mediaType = header.split(';', 1)[0] ?? '';
+  return mediaType.trim().toLowerCase() === 'application/json';
+}
+
+function readBounded(req: IncomingMessage, { limitBytes, hint }: ReadJsonBodyOptions): Promise<Buffer> {
+  if (req.readableEnded) {
+    // Someone (a body-parser, an earlier call) already consumed the stream;
+    // waiting for 'end' would hang the request forever.
+    return Promise.reject(new Error('readJsonBody: request body was already consumed'));
+  }
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+
+    const finish = (settle: () => void): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onAborted);
+      req.off('close', onAborted);
+      settle();
+    };
+    const onData = (chunk: Buffer | string): void => {
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      received += bytes.length;
+      if (received > limitBytes) {
+        // Drop what we hold and stop reading right here: nothing past the limit
+        // is buffered, and the response still reaches a client that keeps sending.
+        chunks.length = 0;
+        finish(() => reject(payloadTooLarge(limitBytes, hint)));
+        stopReading(req);
+        return;
+      }
+      chunks.push(bytes);
+    };
+    const onEnd = (): void => finish(() => resolve(Buffer.concat(chunks, received)));
+    // The client went away mid-body: what arrived is not a JSON document. Nobody is
+    // left to read the answer, but the handler must still settle.
+    const onAborted = (): void => finish(() => reject(new HttpError(400, Messages.invalidJson)));
+
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('error', onAborted);
+    req.once('close', onAborted);
+  });
+}
+
+/** JSON whitespace (RFC 8259): space, tab, line feed, carriage return. */
+function isBlank(raw: Buffer): boolean {
+  return raw.every((byte) => byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d);
+}
+
+function parseJson(raw: Buffer): unknown {
+  if (isBlank(raw)) throw new HttpError(400, Messages.emptyBody);
+  try {
+    // JSON is UTF-8 (RFC 8259) whatever the charset parameter says; `fatal` turns
+    // malformed bytes into an error instead of silent U+FFFD. A BOM is skipped.
+    const text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new HttpError(400, Messages.invalidJson);
+  }
+}

@@ -1,0 +1,8 @@
+export {
+  createMetrics,
+  defineCounter,
+  defineGauge,
+  defineHistogram,
+  UNMATCHED_ROUTE,
+} from './create-metrics';
+export type { CreateMetricsOptions, HttpDurationLabels, Metrics } from './create-metrics';

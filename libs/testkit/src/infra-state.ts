@@ -1,0 +1,17 @@
+/**
+ * How the global setup hands the infrastructure it found or started to the test
+ * workers: environment variables, which jest's workers inherit.
+ */
+export const InfraEnv = {
+  /** Superuser URL of a PostgreSQL server where tests may create databases. */
+  postgresAdminUrl: 'SVC_TEST_POSTGRES_ADMIN_URL',
+  /** Set when a piece is unavailable (and REQUIRE_INFRA is off): why, and how to provide it. */
+  missing: (piece: InfraPiece) => `SVC_TEST_MISSING_${piece.toUpperCase()}`,
+} as const;
+
+export type InfraPiece = 'postgres' | 'kafka' | 'registry' | 'chromium';
+
+/** Why `piece` is unavailable in this run, or undefined when it is there. */
+export function missingReason(piece: InfraPiece): string | undefined {
+  return process.env[InfraEnv.missing(piece)];
+}

@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { freePort } from '@svc/runtime';
+
+const MAIN = path.resolve(__dirname, '../dist/main.js');
+const SVCCTL = path.resolve(__dirname, '../../../tools/svcctl/dist/main.js');
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(file: string, args: string[], env: Record<string, string>): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [file, ...args], { env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function waitReady(url: string, child: ChildProcess, deadlineMs = 45_000): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) throw new Error(`stack exited with ${child.exitCode} before it was ready`);
+    const res = await fetch(`${url}/readyz`).catch(() => undefined);
+    if (res?.status === 200) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`stack at ${url} not ready within ${deadlineMs} ms`);
+}
+
+function stopped(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+// The product's own start path: a real embedded PostgreSQL under DATA_DIR, not the test server.
+describe('standalone stack (npm start)', () => {
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-standalone-'));
+  });
+  afterAll(() => rm(dataDir, { recursive: true, force: true }));
+
+  it('answers /readyz, serves svcctl on the same DATA_DIR while running, and keeps records across restarts', async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const env = { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' };
+    delete process.env.DATABASE_URL;
+
+    let stack = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: 'inherit' });
+    await waitReady(url, stack);
+    const created = await run(SVCCTL, ['org', 'create', '--name', 'Persisted'], { DATA_DIR: dataDir });
+    expect(created.code).toBe(0);
+    const org = JSON.parse(created.stdout) as { id: string };
+
+    stack.kill('SIGTERM');
+    expect(await stopped(stack)).toBe(0);
+
+    stack = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: 'inherit' });
+    await waitReady(url, stack);
+    const shown = await run(SVCCTL, ['org', 'show', '--org', org.id], { DATA_DIR: dataDir });
+    expect(JSON.parse(shown.stdout)).toMatchObject({ id: org.id, name: 'Persisted' });
+    stack.kill('SIGTERM');
+    expect(await stopped(stack)).toBe(0);
+  });
+
+  it.each([
+    ['PORT', 'eighty', /PORT must be an integer/],
+    ['LOG_LEVEL', 'loud', /LOG_LEVEL must be one of/],
+    ['DATABASE_URL', 'not a url', /DATABASE_URL must be a URL: /],
+  ])('refuses invalid %s at start with a message naming it', async (name, value, message) => {
+    const exit = await run(MAIN, [], { [name]: value, DATA_DIR: dataDir });
+    expect(exit.code).toBe(78);
+    expect(exit.stderr).toMatch(message);
+    expect(exit.stderr).not.toContain(name === 'DATABASE_URL' ? value : '\u0000');
+  });
+});

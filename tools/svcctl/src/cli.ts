@@ -1,0 +1,164 @@
+import { parseArgs } from 'node:util';
+import {
+  AccountsStore,
+  KEY_TYPES,
+  PLAN_STATES,
+  ValidationError,
+  runMigrations,
+  type Db,
+  type KeyType,
+  type MigrationSet,
+  type PlanState,
+} from '@svc/runtime';
+
+/** What a command needs; built once by main.ts (or by a test). */
+export interface CliContext {
+  db: Db;
+  migrations: readonly MigrationSet[];
+}
+
+/** Wrong words on the command line: exit code 2, nothing written. */
+export class UsageError extends Error {}
+
+type Values = Record<string, string | undefined>;
+
+interface Command {
+  usage: string;
+  /** Flags the command accepts (all take a value). */
+  flags: { required?: readonly string[]; optional?: readonly string[] };
+  run(values: Values, ctx: CliContext): Promise<object>;
+}
+
+const COMMANDS: Record<string, Command> = {
+  migrate: {
+    usage: 'migrate',
+    flags: {},
+    run: async (_v, ctx) => ({ applied: await runMigrations(ctx.db, ctx.migrations) }),
+  },
+  'org create': {
+    usage: 'org create --name <name> [--monthly-quota <n>]',
+    flags: { required: ['name'], optional: ['monthly-quota'] },
+    run: (v, ctx) =>
+      store(ctx).createOrganization({
+        name: v.name!,
+        monthlyEventQuota: v['monthly-quota'] === undefined ? null : integer('monthly-quota', v['monthly-quota'], 0),
+      }),
+  },
+  'org show': {
+    usage: 'org show --org <id>',
+    flags: { required: ['org'] },
+    run: (v, ctx) => store(ctx).getOrganization(v.org!),
+  },
+  'org set-state': {
+    usage: `org set-state --org <id> --state <${PLAN_STATES.join('|')}>`,
+    flags: { required: ['org', 'state'] },
+    run: (v, ctx) => store(ctx).setPlanState(v.org!, oneOf('state', v.state!, PLAN_STATES) as PlanState),
+  },
+  'org set-quota': {
+    usage: 'org set-quota --org <id> --monthly-quota <n|none>',
+    flags: { required: ['org', 'monthly-quota'] },
+    run: (v, ctx) =>
+      store(ctx).setMonthlyQuota(
+        v.org!,
+        v['monthly-quota'] === 'none' ? null : integer('monthly-quota', v['monthly-quota']!, 0),
+      ),
+  },
+  'key create': {
+    usage: `key create --org <id> --type <${KEY_TYPES.join('|')}> [--ip-allow <cidr,...>] [--origin-allow <origin,...>] [--rate-cap <n per minute>]`,
+    flags: { required: ['org', 'type'], optional: ['ip-allow', 'origin-allow', 'rate-cap'] },
+    async run(v, ctx) {
+      const { record, key } = await store(ctx).createApiKey({
+        orgId: v.org!,
+        type: oneOf('type', v.type!, KEY_TYPES) as KeyType,
+        ipAllowlist: list(v['ip-allow']),
+        originAllowlist: list(v['origin-allow']),
+        ratePerMinuteCap: v['rate-cap'] === undefined ? null : integer('rate-cap', v['rate-cap'], 1),
+      });
+      return { id: record.id, key, type: record.type, orgId: record.orgId };
+    },
+  },
+  'key list': {
+    usage: 'key list --org <id>',
+    flags: { required: ['org'] },
+    run: async (v, ctx) => ({ keys: await store(ctx).listApiKeys(v.org!) }),
+  },
+  'key revoke': {
+    usage: 'key revoke --id <key id>',
+    flags: { required: ['id'] },
+    run: (v, ctx) => store(ctx).revokeApiKey(v.id!),
+  },
+  'key rotate': {
+    usage: 'key rotate --id <key id>',
+    flags: { required: ['id'] },
+    async run(v, ctx) {
+      const { record, key } = await store(ctx).rotateApiKey(v.id!);
+      return { id: record.id, key, type: record.type, orgId: record.orgId, replaces: v.id };
+    },
+  },
+};
+
+/** Usage lines of every command, for `help` and for usage errors. */
+export const USAGE = Object.values(COMMANDS).map((c) => `svcctl ${c.usage}`);
+
+/** Finds the command named by the leading words of `argv`, or throws a UsageError. */
+export function resolveCommand(argv: readonly string[]): { name: string; command: Command; rest: string[] } {
+  for (const words of [2, 1]) {
+    const name = argv.slice(0, words).join(' ');
+    const command = COMMANDS[name];
+    if (command) return { name, command, rest: argv.slice(words) };
+  }
+  throw new UsageError(`unknown command: ${JSON.stringify(argv.slice(0, 2).join(' '))}`);
+}
+
+/** Parses and checks the flags of a resolved command. Throws UsageError naming what is wrong. */
+export function parseFlags(command: Command, rest: string[]): Values {
+  const names = [...(command.flags.required ?? []), ...(command.flags.optional ?? [])];
+  let values: Values;
+  try {
+    ({ values } = parseArgs({
+      args: rest,
+      options: Object.fromEntries(names.map((n) => [n, { type: 'string' as const }])),
+      strict: true,
+      allowPositionals: false,
+    }) as { values: Values });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}. Usage: svcctl ${command.usage}`);
+  }
+  const missing = (command.flags.required ?? []).filter((n) => !values[n]?.trim());
+  if (missing.length) {
+    throw new UsageError(`missing required ${missing.map((m) => `--${m}`).join(', ')}. Usage: svcctl ${command.usage}`);
+  }
+  return values;
+}
+
+const store = (ctx: CliContext) => new AccountsStore(ctx.db);
+
+function integer(flag: string, raw: string, min: number): number {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min) {
+    throw new ValidationError(`--${flag} must be an integer of at least ${min} (got ${JSON.stringify(raw)})`);
+  }
+  return n;
+}
+
+function oneOf(flag: string, raw: string, allowed: readonly string[]): string {
+  if (!allowed.includes(raw)) {
+    throw new ValidationError(`--${flag} must be one of ${allowed.join(', ')} (got ${JSON.stringify(raw)})`);
+  }
+  return raw;
+}
+
+const list = (raw: string | undefined): string[] =>
+  (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+/** The CLI speaks the HTTP API's snake_case, whatever the domain objects use. */
+export function snakeCaseKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(snakeCaseKeys);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCaseKeys(v)]),
+  );
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+import {
+  AppError,
+  createDb,
+  env,
+  loadConfig,
+  runMigrations,
+  startEmbeddedPostgres,
+  type EmbeddedPostgres,
+} from '@svc/runtime';
+import { allMigrations } from '@svc/standalone';
+import { USAGE, UsageError, parseFlags, resolveCommand, snakeCaseKeys } from './cli';
+
+/**
+ * svcctl: the admin CLI. Prints exactly one JSON object on stdout; on error a
+ * JSON object on stderr and a non-zero exit (2 for bad arguments, 1 otherwise).
+ * Works against DATABASE_URL, or the standalone stack's embedded database in
+ * DATA_DIR (attaching to it while the stack runs, starting it briefly if not).
+ */
+const configSpec = {
+  DATABASE_URL: env.url({ description: 'PostgreSQL URL; unset uses the embedded database in DATA_DIR', default: undefined, secret: true }),
+  DATA_DIR: env.string({ description: 'Data directory of the standalone stack (embedded database)', default: './.data' }),
+};
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help') {
+    process.stdout.write(`${JSON.stringify({ usage: USAGE })}\n`);
+    return argv.length === 0 ? 2 : 0;
+  }
+  const { command, rest } = resolveCommand(argv);
+  const values = parseFlags(command, rest);
+  const config = loadConfig(configSpec, process.env);
+
+  let embedded: EmbeddedPostgres | undefined;
+  let url = config.DATABASE_URL;
+  if (!url) {
+    embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR });
+    url = embedded.url;
+  }
+  const db = createDb({ url, poolMax: 2, applicationName: 'svcctl' });
+  try {
+    // Every command first brings the schema up to date, so the CLI works on a fresh database.
+    await runMigrations(db, allMigrations);
+    const result = await command.run(values, { db, migrations: allMigrations });
+    process.stdout.write(`${JSON.stringify(snakeCaseKeys(result))}\n`);
+    return 0;
+  } finally {
+    await db.destroy();
+    await embedded?.stop();
+  }
+}
+
+function fail(err: unknown): number {
+  const usage = err instanceof UsageError;
+  const known = usage || err instanceof AppError || (err as Error)?.name === 'ConfigError';
+  const message = known ? (err as Error).message : `unexpected failure: ${(err as Error)?.message ?? String(err)}`;
+  process.stderr.write(`${JSON.stringify({ error: message })}\n`);
+  return usage ? 2 : 1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => process.exit(fail(err)),
+);
