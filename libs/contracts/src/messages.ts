@@ -33,7 +33,7 @@ export const Messages = {
   methodNotAllowed: 'Method not allowed',
   /** 403 for a valid key of the wrong type; names the type(s) the operation needs. */
   insufficientPermissions: (required: RequiredKeyType) =>
-    `Insufficient permissions: this operation requires a ${required} key`,
+    `Insufficient permissions: this operation requires ${required === 'admin' ? 'an' : 'a'} ${required} key`,
 } as const;
 
 /** The key types an operation can require, as named in 403 messages. */

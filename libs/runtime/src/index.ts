@@ -10,3 +10,4 @@ export * from './logging';
 export * from './metrics';
 export * from './http';
 export * from './lifecycle';
+export * from './auth/authenticate';

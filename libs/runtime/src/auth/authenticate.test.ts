@@ -1,0 +1,93 @@
+import { describe, expect, it } from '@jest/globals';
+import { ErrorCodes, Messages } from '@svc/contracts';
+import { HttpError } from '../http';
+import type { VerifiedKey } from '../accounts/store';
+import { KeyRequirements, authenticate, type KeyVerifier } from './authenticate';
+
+const KEY = 'uk_live_' + 'a'.repeat(40);
+
+function verifierWith(overrides: Partial<VerifiedKey> = {}): KeyVerifier {
+  return {
+    verifyApiKey: async (key) =>
+      key === KEY
+        ? {
+            keyId: 'k1',
+            orgId: 'o1',
+            type: 'write',
+            ipAllowlist: [],
+            originAllowlist: [],
+            ratePerMinuteCap: null,
+            planState: 'active',
+            monthlyEventQuota: null,
+            ...overrides,
+          }
+        : undefined,
+  };
+}
+
+async function outcome(
+  headers: Record<string, string>,
+  verifier: KeyVerifier = verifierWith(),
+  requirement = KeyRequirements.write,
+  clientIp = '203.0.113.9',
+) {
+  try {
+    const key = await authenticate({ headers, clientIp }, verifier, requirement);
+    return { ok: key.keyId };
+  } catch (err) {
+    if (!(err instanceof HttpError)) throw err;
+    return { status: err.status, error: err.message, code: err.code };
+  }
+}
+
+describe('authenticate', () => {
+  const failures: Array<[string, Record<string, string>, number, string]> = [
+    ['no header', {}, 401, Messages.missingAuthorization],
+    ['empty header', { authorization: '' }, 401, Messages.missingAuthorization],
+    ['basic scheme', { authorization: 'Basic abc' }, 401, Messages.invalidAuthorizationFormat],
+    ['key without scheme', { authorization: KEY }, 401, Messages.invalidAuthorizationFormat],
+    ['bearer without key', { authorization: 'Bearer' }, 401, Messages.emptyApiKey],
+    ['bearer with blanks', { authorization: 'Bearer    ' }, 401, Messages.emptyApiKey],
+    ['unknown key', { authorization: 'Bearer uk_live_' + 'b'.repeat(40) }, 401, Messages.invalidApiKey],
+    ['junk key', { authorization: 'Bearer hello' }, 401, Messages.invalidApiKey],
+  ];
+  it.each(failures)('%s → %i %s', async (_name, headers, status, error) => {
+    expect(await outcome(headers)).toMatchObject({ status, error });
+  });
+
+  it('accepts a lower-case scheme', async () => {
+    expect(await outcome({ authorization: `bearer ${KEY}` })).toEqual({ ok: 'k1' });
+  });
+
+  it('answers 500 Authentication failed when verification throws', async () => {
+    const broken: KeyVerifier = { verifyApiKey: async () => Promise.reject(new Error('connection refused')) };
+    expect(await outcome({ authorization: `Bearer ${KEY}` }, broken)).toEqual({ status: 500, error: Messages.authenticationFailed, code: undefined });
+  });
+
+  const types: Array<[string, 'write' | 'read' | 'admin', keyof typeof KeyRequirements, string | null]> = [
+    ['write key on a write route', 'write', 'write', null],
+    ['admin key on a write route', 'admin', 'write', null],
+    ['read key on a write route', 'read', 'write', 'Insufficient permissions: this operation requires a write or admin key'],
+    ['write key on a read route', 'write', 'read', 'Insufficient permissions: this operation requires a read or admin key'],
+    ['read key on an admin route', 'read', 'admin', 'Insufficient permissions: this operation requires an admin key'],
+    ['admin key on an admin route', 'admin', 'admin', null],
+  ];
+  it.each(types)('%s', async (_name, type, route, error) => {
+    const result = await outcome({ authorization: `Bearer ${KEY}` }, verifierWith({ type }), KeyRequirements[route]);
+    expect(result).toEqual(error ? { status: 403, error, code: undefined } : { ok: 'k1' });
+  });
+
+  const allowlists: Array<[string, Partial<VerifiedKey>, Record<string, string>, string, string | null]> = [
+    ['IP inside the allowlist', { ipAllowlist: ['203.0.113.0/24'] }, {}, '203.0.113.9', null],
+    ['IPv4-mapped IPv6 inside', { ipAllowlist: ['203.0.113.0/24'] }, {}, '::ffff:203.0.113.9', null],
+    ['IP outside the allowlist', { ipAllowlist: ['198.51.100.0/24'] }, {}, '203.0.113.9', ErrorCodes.ipNotAllowed],
+    ['allowed origin', { originAllowlist: ['https://shop.example.com'] }, { origin: 'https://shop.example.com' }, '1.2.3.4', null],
+    ['allowed origin, other case', { originAllowlist: ['https://shop.example.com'] }, { origin: 'https://SHOP.example.com' }, '1.2.3.4', null],
+    ['other origin', { originAllowlist: ['https://shop.example.com'] }, { origin: 'https://evil.example' }, '1.2.3.4', ErrorCodes.originNotAllowed],
+    ['no origin (server to server)', { originAllowlist: ['https://shop.example.com'] }, {}, '1.2.3.4', null],
+  ];
+  it.each(allowlists)('%s', async (_name, key, headers, ip, code) => {
+    const result = await outcome({ authorization: `Bearer ${KEY}`, ...headers }, verifierWith(key), KeyRequirements.write, ip);
+    expect(result).toEqual(code ? { status: 403, error: expect.any(String), code } : { ok: 'k1' });
+  });
+});

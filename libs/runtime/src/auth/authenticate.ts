@@ -1,0 +1,98 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import ipaddr from 'ipaddr.js';
+import { ErrorCodes, Messages, type RequiredKeyType } from '@svc/contracts';
+import { HttpError } from '../http';
+import { parseAuthorization, type KeyType } from '../accounts/api-keys';
+import type { VerifiedKey } from '../accounts/store';
+
+/** The one thing authentication needs from the accounts store; tests pass a double. */
+export interface KeyVerifier {
+  verifyApiKey(key: string): Promise<VerifiedKey | undefined>;
+}
+
+/** Which key types an operation accepts, and how a 403 names them. */
+export interface KeyRequirement {
+  allowed: readonly KeyType[];
+  label: RequiredKeyType;
+}
+
+export const KeyRequirements = {
+  write: { allowed: ['write', 'admin'], label: 'write or admin' },
+  read: { allowed: ['read', 'admin'], label: 'read or admin' },
+  admin: { allowed: ['admin'], label: 'admin' },
+} as const satisfies Record<string, KeyRequirement>;
+
+export interface AuthRequest {
+  headers: IncomingHttpHeaders;
+  /** The client's address as the edge resolved it (see clientIp). */
+  clientIp: string;
+}
+
+const PARSE_FAILURES = {
+  missing: Messages.missingAuthorization,
+  format: Messages.invalidAuthorizationFormat,
+  empty: Messages.emptyApiKey,
+} as const;
+
+/**
+ * Authenticates a request: 401 for a missing, malformed, empty, unknown or
+ * revoked key; 500 `Authentication failed` when verification itself throws;
+ * 403 for a key of the wrong type, or a client outside the key's IP or Origin
+ * allowlist. Key types are not hierarchical, except that admin satisfies all.
+ */
+export async function authenticate(
+  req: AuthRequest,
+  verifier: KeyVerifier,
+  requirement: KeyRequirement,
+): Promise<VerifiedKey> {
+  const parsed = parseAuthorization(req.headers.authorization);
+  if (!parsed.ok) throw new HttpError(401, PARSE_FAILURES[parsed.problem]);
+
+  let key: VerifiedKey | undefined;
+  try {
+    key = await verifier.verifyApiKey(parsed.key);
+  } catch (err) {
+    throw new HttpError(500, Messages.authenticationFailed, { cause: err });
+  }
+  if (!key) throw new HttpError(401, Messages.invalidApiKey);
+
+  if (!requirement.allowed.includes(key.type)) {
+    throw new HttpError(403, Messages.insufficientPermissions(requirement.label));
+  }
+  if (key.ipAllowlist.length > 0 && !ipAllowed(req.clientIp, key.ipAllowlist)) {
+    throw new HttpError(403, Messages.ipNotAllowed, { code: ErrorCodes.ipNotAllowed });
+  }
+  // A request without Origin (server to server) is not a browser on another
+  // site; the allowlist exists to stop a browser key being used from one.
+  const origin = req.headers.origin;
+  if (key.originAllowlist.length > 0 && origin !== undefined && !key.originAllowlist.includes(originOf(origin))) {
+    throw new HttpError(403, Messages.originNotAllowed, { code: ErrorCodes.originNotAllowed });
+  }
+  return key;
+}
+
+function ipAllowed(ip: string, allowlist: readonly string[]): boolean {
+  let addr: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    addr = ipaddr.process(ip);
+  } catch {
+    return false;
+  }
+  return allowlist.some((cidr) => {
+    try {
+      const range = ipaddr.parseCIDR(cidr);
+      return addr.kind() === range[0].kind() && addr.match(range);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Origins compare in their canonical form (lower-case host, no default port). */
+function originOf(value: string): string {
+  try {
+    return new URL(value).origin;
+  } catch {
+    return value;
+  }
+}
