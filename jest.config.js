@@ -34,6 +34,7 @@ module.exports = {
     project('libs/bus', '@svc/bus'),
     project('tools/svcctl', '@svc/svcctl'),
     project('services/standalone', '@svc/standalone'),
+    project('services/ingest-gateway', '@svc/ingest-gateway'),
   ],
   globalSetup: '<rootDir>/libs/testkit/src/global-setup.ts',
   globalTeardown: '<rootDir>/libs/testkit/src/global-teardown.ts',

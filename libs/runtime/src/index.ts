@@ -11,3 +11,5 @@ export * from './metrics';
 export * from './http';
 export * from './lifecycle';
 export * from './auth/authenticate';
+export * from './rate-limit/rate-limiter';
+export * from './rate-limit/migrations';

@@ -39,5 +39,21 @@ export const accountsMigrations: MigrationSet = {
         `);
       },
     },
+    {
+      name: '0002_monthly_usage',
+      async up(db) {
+        // Unique events per organisation per calendar month (UTC). The identity
+        // resolver adds to it in the transaction that stores new events, so a
+        // retried messageId is never counted twice; the gateway's quota check reads it.
+        await db.raw(`
+          create table accounts.monthly_usage (
+            org_id uuid not null references accounts.organizations (id),
+            month date not null,
+            unique_events bigint not null default 0,
+            primary key (org_id, month)
+          );
+        `);
+      },
+    },
   ],
 };

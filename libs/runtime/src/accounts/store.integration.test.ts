@@ -64,4 +64,14 @@ describeWithPostgres('AccountsStore on PostgreSQL', () => {
     await expect(store.getOrganization('not-a-uuid')).rejects.toBeInstanceOf(NotFoundError);
     await expect(store.revokeApiKey('nope')).rejects.toBeInstanceOf(NotFoundError);
   });
+
+  it('counts monthly usage per calendar month', async () => {
+    const org = await store.createOrganization({ name: 'Usage' });
+    await AccountsStore.addUsage(t.db, org.id, new Date('2026-11-30T23:59:59Z'), 5);
+    await AccountsStore.addUsage(t.db, org.id, new Date('2026-11-01T00:00:00Z'), 2);
+    await AccountsStore.addUsage(t.db, org.id, new Date('2026-12-01T00:00:00Z'), 1);
+    expect(await store.monthlyUsage(org.id, new Date('2026-11-15T00:00:00Z'))).toBe(7);
+    expect(await store.monthlyUsage(org.id, new Date('2026-12-31T00:00:00Z'))).toBe(1);
+    expect(await store.monthlyUsage(org.id, new Date('2027-01-01T00:00:00Z'))).toBe(0);
+  });
 });

@@ -91,6 +91,24 @@ export class AccountsStore {
     return toOrganization(row);
   }
 
+  /** Unique events the organisation sent in the calendar month (UTC) of `at`. */
+  async monthlyUsage(orgId: string, at: Date): Promise<number> {
+    const row = await this.db('accounts.monthly_usage')
+      .where({ org_id: orgId, month: monthStart(at) })
+      .first('unique_events');
+    return row ? Number(row.unique_events) : 0;
+  }
+
+  /** Adds `count` new unique events to the month of `at`; runs inside the caller's transaction. */
+  static async addUsage(trx: Db, orgId: string, at: Date, count: number): Promise<void> {
+    if (count <= 0) return;
+    await trx.raw(
+      `insert into accounts.monthly_usage (org_id, month, unique_events) values (?, ?, ?)
+       on conflict (org_id, month) do update set unique_events = accounts.monthly_usage.unique_events + excluded.unique_events`,
+      [orgId, monthStart(at), count],
+    );
+  }
+
   /** Creates a key; the returned `key` is the only time the secret exists outside the client. */
   async createApiKey(opts: NewKeyOptions): Promise<{ record: ApiKeyRecord; key: string }> {
     await this.getOrganization(opts.orgId);
@@ -199,6 +217,11 @@ export class AccountsStore {
       .returning('*');
     return { record: toKeyRecord(row), key };
   }
+}
+
+/** The first day of the UTC calendar month of `at`, as `YYYY-MM-01`. */
+export function monthStart(at: Date): string {
+  return `${at.toISOString().slice(0, 7)}-01`;
 }
 
 /** `10.1.2.3/8` → `10.0.0.0/8`; a bare address becomes a single-host range. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { ErrorCodes, Messages } from '@svc/contracts';
 import { HttpError } from '../http';
 import type { VerifiedKey } from '../accounts/store';
-import { KeyRequirements, authenticate, type KeyVerifier } from './authenticate';
+import { KeyRequirements, authenticate, type KeyRequirement, type KeyVerifier } from './authenticate';
 
 const KEY = 'uk_live_' + 'a'.repeat(40);
 
@@ -28,7 +28,7 @@ function verifierWith(overrides: Partial<VerifiedKey> = {}): KeyVerifier {
 async function outcome(
   headers: Record<string, string>,
   verifier: KeyVerifier = verifierWith(),
-  requirement = KeyRequirements.write,
+  requirement: KeyRequirement = KeyRequirements.write,
   clientIp = '203.0.113.9',
 ) {
   try {

@@ -1,0 +1,152 @@
+import type { Router } from 'express';
+import { BodyLimitHints, EventReasons, Headers, Limits, Messages, type TopicSpec } from '@svc/contracts';
+import { BusUnavailableError, type Bus } from '@svc/bus';
+import {
+  HttpError,
+  KeyRequirements,
+  authenticate,
+  clientIp,
+  methodNotAllowed,
+  readJsonBody,
+  rejectOversizedContentLength,
+  sendJson,
+  type KeyVerifier,
+  type Logger,
+  type RateLimiter,
+} from '@svc/runtime';
+import { batchRateRules, checkQuota, rateLimitError, type UsageReader } from './limits';
+import { errorLines, prepareEvents, type EventFailure } from './prepare-events';
+import type { GatewayMetrics } from './metrics';
+
+export interface GatewayDeps {
+  keys: KeyVerifier;
+  rateLimiter: RateLimiter;
+  readUsage: UsageReader;
+  bus: Pick<Bus, 'produce'>;
+  /** The raw-events topic (names may carry a deployment prefix). */
+  rawTopic: TopicSpec;
+  trustedProxies: readonly string[];
+  upgradeUrl: string;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  now?: () => Date;
+}
+
+const LIMIT = Limits.batchBodyBytes;
+
+/** Mounts POST /v1-batch (and 405 for every other method but OPTIONS) on `router`. */
+export function mountBatchRoute(router: Router, deps: GatewayDeps): void {
+  const now = deps.now ?? (() => new Date());
+  router.post('/v1-batch', rejectOversizedContentLength(LIMIT, BodyLimitHints.batch), async (req, res) => {
+    const started = performance.now();
+    const ip = clientIp(req, deps.trustedProxies);
+
+    // 1. Authentication (and the key's type and allowlists).
+    const key = await authenticate({ headers: req.headers, clientIp: ip }, deps.keys, KeyRequirements.write);
+
+    // 2. Batch shape: Content-Type, size while streaming, JSON, the batch array.
+    const body = await readJsonBody(req, { limitBytes: LIMIT, hint: BodyLimitHints.batch });
+    const batch = (body as { batch?: unknown } | null)?.batch;
+    if (typeof body !== 'object' || body === null || !Array.isArray(batch)) {
+      throw new HttpError(400, Messages.batchRequired);
+    }
+    if (batch.length > Limits.batchMaxEvents) throw new HttpError(400, Messages.batchTooLarge);
+
+    // 3. Rate limits, shared by every replica. If the counter store fails we let
+    //    the request through: refusing ingestion over a limiter outage loses data.
+    const receivedAt = now();
+    try {
+      const limited = rateLimitError(await deps.rateLimiter.hit(batchRateRules(key, ip), receivedAt));
+      if (limited) {
+        deps.metrics.rejectedRequests.inc({ limit: limited.code ? 'per_ip' : 'per_org' });
+        throw limited;
+      }
+    } catch (err) {
+      if (err instanceof HttpError) throw err;
+      res.locals.log?.warn({ err }, 'rate limiter unavailable; request allowed');
+    }
+
+    // 4. Plan state and monthly quota.
+    const overQuota = await checkQuota(key, deps.readUsage, receivedAt, deps.upgradeUrl);
+    if (overQuota) {
+      deps.metrics.rejectedRequests.inc({ limit: overQuota.status === 503 ? 'usage_unavailable' : 'quota' });
+      throw overQuota;
+    }
+
+    // 5. Per-event validation, then into the log before we answer.
+    const prepared = prepareEvents(batch, {
+      orgId: key.orgId,
+      requestId: String(res.locals.requestId ?? ''),
+      clientIp: ip,
+      receivedAt,
+    });
+    const failures: EventFailure[] = [...prepared.failures];
+    let processed = 0;
+    if (prepared.events.length > 0) {
+      const timer = deps.metrics.produceSeconds.startTimer();
+      let results;
+      try {
+        results = await deps.bus.produce(
+          deps.rawTopic,
+          prepared.events.map((e) => ({
+            key: `${key.orgId}:${e.envelope.event.anonymousId}`,
+            value: e.envelope,
+            headers: { 'request-id': e.envelope.requestId },
+          })),
+        );
+      } catch (err) {
+        if (err instanceof BusUnavailableError) {
+          throw new HttpError(503, Messages.serviceUnavailable, {
+            headers: { [Headers.retryAfter]: String(Limits.retryAfterUnavailableSeconds) },
+            cause: err,
+          });
+        }
+        throw err;
+      } finally {
+        timer();
+      }
+      results.forEach((result, i) => {
+        const event = prepared.events[i]!;
+        if (result.ok) processed++;
+        else failures.push({ index: event.index, label: event.envelope.event.messageId, reason: EventReasons.insertFailed });
+      });
+    }
+
+    record(deps, prepared, failures, processed, batch.length, res.locals.log ?? deps.logger);
+    if (key.planState === 'grace') res.setHeader(Headers.quotaStatus, 'grace');
+    const duration_ms = Math.round(performance.now() - started);
+    sendJson(
+      res,
+      200,
+      failures.length === 0
+        ? { success: true, processed, failed: 0, duration_ms }
+        : { success: false, processed, failed: failures.length, errors: errorLines(failures), duration_ms },
+    );
+  });
+  router.all('/v1-batch', methodNotAllowed(['POST']));
+}
+
+function record(
+  deps: GatewayDeps,
+  prepared: ReturnType<typeof prepareEvents>,
+  failures: readonly EventFailure[],
+  processed: number,
+  size: number,
+  log: Logger,
+): void {
+  const m = deps.metrics;
+  m.batchSize.observe(size);
+  m.eventsAccepted.inc(processed);
+  for (const f of failures) m.eventsRejected.inc({ reason: reasonLabel(f.reason) });
+  if (prepared.clampedTimestamps) m.timestampsClamped.inc(prepared.clampedTimestamps);
+  for (const w of prepared.warnings) m.softCapWarnings.inc({ cap: w.breach, field: w.field });
+  if (prepared.warnings.length) {
+    log.warn({ warnings: prepared.warnings }, 'events stored despite breaking soft caps');
+  }
+}
+
+/** `Invalid event type: <anything>` would make the label unbounded; keep its stem only. */
+function reasonLabel(reason: string): string {
+  return reason.startsWith('Invalid event type:') ? 'Invalid event type' : reason;
+}
+

@@ -1,0 +1,75 @@
+import { ErrorCodes, Headers, Limits, Messages } from '@svc/contracts';
+import { HttpError, type RateLimitRule, type RateLimitVerdict, type VerifiedKey } from '@svc/runtime';
+
+/**
+ * The two request-rate rules of POST /v1-batch: per (organisation, client IP),
+ * tightened by the key's own cap when it has one, and per organisation.
+ */
+export function batchRateRules(key: VerifiedKey, clientIp: string): [RateLimitRule, RateLimitRule] {
+  const perIp = Math.min(Limits.rate.batchPerOrgIp, key.ratePerMinuteCap ?? Infinity);
+  return [
+    { bucket: `batch:ip:${key.orgId}:${clientIp}`, limit: perIp },
+    { bucket: `batch:org:${key.orgId}`, limit: Limits.rate.batchPerOrg },
+  ];
+}
+
+/** The 429 for the first broken rule, or undefined when every rule allows the request. */
+export function rateLimitError([perIp, perOrg]: RateLimitVerdict[]): HttpError | undefined {
+  if (perIp && !perIp.allowed) {
+    return new HttpError(429, Messages.rateLimitedPerIp(perIp.rule.limit), {
+      code: ErrorCodes.rateLimited,
+      headers: rateHeaders(perIp),
+    });
+  }
+  if (perOrg && !perOrg.allowed) {
+    // The spec's per-organisation 429 carries only `error`: no `success`, no `code`.
+    return new HttpError(429, Messages.rateLimitedPerOrg(perOrg.rule.limit), {
+      omitSuccessField: true,
+      headers: rateHeaders(perOrg),
+    });
+  }
+  return undefined;
+}
+
+function rateHeaders(v: RateLimitVerdict): Record<string, string> {
+  return {
+    [Headers.retryAfter]: String(v.retryAfterSeconds),
+    [Headers.rateLimitLimit]: String(v.rule.limit),
+    [Headers.rateLimitRemaining]: String(v.remaining),
+  };
+}
+
+/** Reads an organisation's unique events this month; throws when the store cannot answer. */
+export type UsageReader = (orgId: string, at: Date) => Promise<number>;
+
+/**
+ * The plan-quota step: `paused` → 429 with Retry-After 86400 and upgrade_url;
+ * `limit_reached`, or the monthly quota used up → 429 with no Retry-After;
+ * usage unreadable → 503 with Retry-After 30. Usage is read only when the
+ * organisation has a quota.
+ */
+export async function checkQuota(
+  key: VerifiedKey,
+  readUsage: UsageReader,
+  now: Date,
+  upgradeUrl: string,
+): Promise<HttpError | undefined> {
+  if (key.planState === 'paused') {
+    return new HttpError(429, Messages.quotaPaused, {
+      headers: { [Headers.retryAfter]: String(Limits.retryAfterPausedSeconds) },
+      body: { upgrade_url: upgradeUrl },
+    });
+  }
+  if (key.planState === 'limit_reached') return new HttpError(429, Messages.monthlyLimitReached);
+  if (key.monthlyEventQuota === null) return undefined;
+  let used: number;
+  try {
+    used = await readUsage(key.orgId, now);
+  } catch (err) {
+    return new HttpError(503, Messages.usageCheckFailed, {
+      headers: { [Headers.retryAfter]: String(Limits.retryAfterUnavailableSeconds) },
+      cause: err,
+    });
+  }
+  return used >= key.monthlyEventQuota ? new HttpError(429, Messages.monthlyLimitReached) : undefined;
+}
