@@ -1,2 +1,4 @@
 export * from './port';
 export * from './errors';
+export * from './validate';
+export * from './postgres-log';

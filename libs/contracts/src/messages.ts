@@ -30,6 +30,8 @@ export const Messages = {
   usageCheckFailed: 'Service temporarily unavailable — usage check failed',
   serviceUnavailable: 'Service temporarily unavailable',
   internalError: 'Internal server error',
+  /** Additive: plain HTTP reached a production listener. */
+  httpsRequired: 'HTTPS is required: send requests to the https:// address of the API',
   methodNotAllowed: 'Method not allowed',
   /** 403 for a valid key of the wrong type; names the type(s) the operation needs. */
   insufficientPermissions: (required: RequiredKeyType) =>

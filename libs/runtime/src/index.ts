@@ -13,3 +13,4 @@ export * from './lifecycle';
 export * from './auth/authenticate';
 export * from './rate-limit/rate-limiter';
 export * from './rate-limit/migrations';
+export * from './config/common';

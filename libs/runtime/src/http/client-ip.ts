@@ -101,3 +101,9 @@ function parseForwardedHop(text: string): Address | undefined {
   if (ipaddr.IPv4.isValidFourPartDecimal(host) || ipaddr.IPv6.isValid(host)) return ipaddr.process(host);
   return undefined;
 }
+
+/** Whether the socket peer is one of the trusted proxies. */
+export function isTrustedPeer(req: IncomingMessage, trustedProxies: readonly string[]): boolean {
+  const peer = parseAddress(req.socket.remoteAddress);
+  return peer !== undefined && isTrusted(peer, trustedRanges(trustedProxies));
+}

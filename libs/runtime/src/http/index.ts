@@ -1,4 +1,7 @@
-export { clientIp, parseTrustedProxies } from './client-ip';
+export { clientIp, isTrustedPeer, parseTrustedProxies } from './client-ip';
+export { requireHttps } from './require-https';
+export { serveHttp } from './serve';
+export type { HttpServiceConfig, ServeOptions } from './serve';
 export type { TrustedProxyRange } from './client-ip';
 export { commonHeaders } from './common-headers';
 export { CORS_ALLOWED_HEADERS, CORS_ALLOWED_METHODS, CORS_EXPOSED_HEADERS, CORS_MAX_AGE_SECONDS, cors } from './cors';

@@ -1,0 +1,233 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type pg from 'pg';
+import type { TopicSpec } from '@svc/contracts';
+import type { Db } from '@svc/runtime';
+import { BusUnavailableError } from '../errors';
+import type { BatchHandler, Bus, OutgoingMessage, ProduceResult, SubscribeOptions, Subscription } from '../port';
+import { assertAllValid } from '../validate';
+import { isUnavailable, openSession, sessionConfig, silentLogger, withDeadline, type BusLogger } from './connection';
+import { PostgresLogConsumer } from './consumer';
+import { Listener } from './listener';
+import { append, deleteOlderThan, ensureTopic, type Queryable } from './store';
+
+export interface PostgresLogBusOptions {
+  /** The database holding the `bus` schema (see busMigrations). The caller owns and destroys it. */
+  db: Db;
+  /** Connection URL for the bus's own sessions; defaults to the knex instance's connection settings. */
+  url?: string;
+  logger?: BusLogger;
+  /** Messages older than this are deleted by the retention sweep (default 168 = 7 days, like Kafka). */
+  retentionHours?: number;
+  /** How often the retention sweep runs (default 5 minutes). */
+  retentionSweepMs?: number;
+  /** Consumers look for messages this often even without a notification (default 1 s). */
+  pollFallbackMs?: number;
+  /** Consumer-group heartbeat and rebalance check interval (default 1 s). */
+  heartbeatMs?: number;
+  /** A member that has not heartbeated for this long is dead even if its session lingers (default 5 s). */
+  sessionTimeoutMs?: number;
+  /** produce() and ensureTopics() give up with BusUnavailableError after this long (default 5 s). */
+  operationTimeoutMs?: number;
+  /** Names this process in group membership and pg_stat_activity (default host-pid-random). */
+  instanceId?: string;
+}
+
+export interface PostgresLogBus extends Bus {
+  /** Runs the retention sweep now; returns how many messages it deleted. */
+  sweepRetention(): Promise<number>;
+  /**
+   * For tests: dies like a killed process. Every consumer stops at once
+   * without committing or leaving its group; its sessions close, so the
+   * server releases their locks.
+   */
+  simulateCrash(): Promise<void>;
+}
+
+/** The Postgres-backed log: the embedded tier's bus, and a product tier of its own for small deployments. */
+export function createPostgresLogBus(options: PostgresLogBusOptions): PostgresLogBus {
+  return new PgLogBus(options);
+}
+
+class PgLogBus implements PostgresLogBus {
+  private readonly db: Db;
+  private readonly logger: BusLogger;
+  private readonly instanceId: string;
+  private readonly config: pg.ClientConfig;
+  private readonly listener: Listener;
+  private readonly consumers = new Set<PostgresLogConsumer>();
+  /** Stored partition count per topic we have ensured. */
+  private readonly topicCache = new Map<string, Promise<number>>();
+  private readonly sweepTimer: NodeJS.Timeout;
+  private members = 0;
+  private closed = false;
+
+  constructor(private readonly o: PostgresLogBusOptions) {
+    if (o.retentionHours !== undefined && !(o.retentionHours > 0)) throw new RangeError('retentionHours must be > 0');
+    this.db = o.db;
+    this.logger = o.logger ?? silentLogger;
+    this.instanceId = o.instanceId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    this.config = sessionConfig(o.db, o.url);
+    this.listener = new Listener((onError) => this.open(`${this.instanceId} listen`, onError), this.logger);
+    this.sweepTimer = setInterval(() => {
+      this.sweepRetention().catch((err: unknown) => this.logger.warn({ err }, 'bus: retention sweep failed'));
+    }, o.retentionSweepMs ?? 5 * 60_000);
+    this.sweepTimer.unref();
+  }
+
+  async ensureTopics(topics: readonly TopicSpec[]): Promise<void> {
+    this.assertOpen();
+    await this.guard('ensure topics', Promise.all(topics.map((t) => this.partitionsOf(t))));
+  }
+
+  async produce<T>(topic: TopicSpec, messages: readonly OutgoingMessage<T>[]): Promise<ProduceResult[]> {
+    this.assertOpen();
+    // Every message is checked before any is stored: a violation refuses the whole call.
+    assertAllValid(
+      topic,
+      messages.map((m) => m.value),
+    );
+    if (messages.length === 0) return [];
+    try {
+      await this.guard(
+        `produce to ${topic.name}`,
+        (async () => {
+          const partitions = await this.partitionsOf(topic);
+          await this.transaction((q) => append(q, topic.name, partitions, messages));
+        })(),
+      );
+    } catch (err) {
+      if (err instanceof BusUnavailableError) throw err;
+      // One transaction per call: it stored all or nothing.
+      const error = err instanceof Error ? err : new Error(String(err), { cause: err });
+      return messages.map(() => ({ ok: false, error }));
+    }
+    return messages.map(() => ({ ok: true }));
+  }
+
+  async subscribe<T>(options: SubscribeOptions<T>): Promise<Subscription> {
+    this.assertOpen();
+    if (options.topics.length === 0) throw new Error('subscribe: no topics given');
+    await this.ensureTopics(options.topics);
+    const memberId = `${this.instanceId}/${++this.members}`;
+    const consumer = new PostgresLogConsumer({
+      groupId: options.groupId,
+      memberId,
+      topics: options.topics,
+      // Safe: every value is checked against its topic's schema before the handler sees it.
+      handler: options.handler as BatchHandler<unknown>,
+      maxBatchSize: options.maxBatchSize ?? 100,
+      fromBeginning: options.fromBeginning ?? true,
+      pollFallbackMs: this.o.pollFallbackMs ?? 1_000,
+      heartbeatMs: this.o.heartbeatMs ?? 1_000,
+      sessionTimeoutMs: this.o.sessionTimeoutMs ?? 5_000,
+      openSession: (onError) => this.open(`${memberId} ${options.groupId}`, onError),
+      listener: this.listener,
+      logger: this.logger,
+    });
+    // No deadline here: a start abandoned half-way would leave a consumer running unseen.
+    // Its connection attempts are bounded by the session connect timeout instead.
+    await this.guard(`subscribe ${options.groupId}`, consumer.start(), false);
+    this.consumers.add(consumer);
+    return {
+      pause: () => consumer.pause(),
+      resume: () => consumer.resume(),
+      stop: async () => {
+        await consumer.stop();
+        this.consumers.delete(consumer);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.sweepTimer);
+    await Promise.all([...this.consumers].map((c) => c.stop()));
+    this.consumers.clear();
+    await this.listener.close();
+  }
+
+  async simulateCrash(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweepTimer);
+    await Promise.all([...this.consumers].map((c) => c.crash()));
+    this.consumers.clear();
+    await this.listener.close();
+  }
+
+  async sweepRetention(): Promise<number> {
+    const hours = this.o.retentionHours ?? 168;
+    return this.withConnection((q) => deleteOlderThan(q, hours));
+  }
+
+  /** The topic's stored partition count, creating or growing the topic on first use. */
+  private partitionsOf(topic: TopicSpec): Promise<number> {
+    const cached = this.topicCache.get(topic.name);
+    const ensure = async (): Promise<number> => {
+      const known = cached ? await cached.catch(() => 0) : 0;
+      if (known >= topic.partitions) return known;
+      return this.withConnection((q) => ensureTopic(q, topic.name, topic.partitions));
+    };
+    const next = ensure();
+    this.topicCache.set(topic.name, next);
+    next.catch(() => {
+      if (this.topicCache.get(topic.name) === next) this.topicCache.delete(topic.name);
+    });
+    return next;
+  }
+
+  private async transaction<R>(fn: (q: Queryable) => Promise<R>): Promise<R> {
+    return this.withConnection(async (q) => {
+      // A lock or statement stuck behind a sick server must not outlive the caller's patience.
+      await q.query(`begin; set local statement_timeout = ${Math.ceil(this.timeoutMs())}`);
+      try {
+        const result = await fn(q);
+        await q.query('commit');
+        return result;
+      } catch (err) {
+        await q.query('rollback').catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
+  /** A pooled knex connection, used as the raw pg.Client it is (knex's pg dialect pools pg.Client). */
+  private async withConnection<R>(fn: (q: Queryable) => Promise<R>): Promise<R> {
+    const conn = (await this.db.client.acquireConnection()) as pg.Client;
+    try {
+      return await fn(conn);
+    } finally {
+      await this.db.client.releaseConnection(conn);
+    }
+  }
+
+  /**
+   * Bounds an operation by the timeout (knex would otherwise wait 10 s for a
+   * connection) and turns "cannot reach the database" into BusUnavailableError.
+   */
+  private async guard<R>(what: string, work: Promise<R>, deadline = true): Promise<R> {
+    const unavailable = (cause?: unknown) =>
+      new BusUnavailableError(`bus: cannot ${what}: the database is unavailable`, { cause });
+    try {
+      if (!deadline) return await work;
+      return await withDeadline(work, this.timeoutMs(), () => unavailable(new Error('timed out')));
+    } catch (err) {
+      if (err instanceof BusUnavailableError) throw err;
+      if (isUnavailable(err)) throw unavailable(err);
+      throw err;
+    }
+  }
+
+  private timeoutMs(): number {
+    return this.o.operationTimeoutMs ?? 5_000;
+  }
+
+  private open(name: string, onError: (err: Error) => void): Promise<pg.Client> {
+    return openSession(this.config, `svc-bus ${name}`, onError);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('bus: closed');
+  }
+}

@@ -1,0 +1,3 @@
+export { createPostgresLogBus, type PostgresLogBus, type PostgresLogBusOptions } from './bus';
+export { busMigrations } from './migrations';
+export type { BusLogger } from './connection';
