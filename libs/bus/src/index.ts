@@ -2,3 +2,4 @@ export * from './port';
 export * from './errors';
 export * from './validate';
 export * from './postgres-log';
+export * from './config';

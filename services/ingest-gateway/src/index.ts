@@ -1,4 +1,6 @@
 export * from './batch-route';
+export * from './config';
 export * from './limits';
 export * from './metrics';
 export * from './prepare-events';
+export * from './routes';

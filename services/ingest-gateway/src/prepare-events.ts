@@ -1,5 +1,6 @@
 import { Limits, checkEvent, type RawEventEnvelope } from '@svc/contracts';
 import { screenContext } from './context';
+import { withoutNulChars } from './nul-chars';
 import { softCapBreaches, type SoftCapBreach } from './soft-caps';
 
 export interface RequestFacts {
@@ -51,7 +52,8 @@ export function prepareEvents(batch: readonly unknown[], facts: RequestFacts): P
       out.failures.push({ index, label: labelOf(raw, index), reason: checked.reason });
       return;
     }
-    const event = { ...checked.event, context: screenContext(checked.event.context, facts.clientIp) };
+    const valid = withoutNulChars(checked.event);
+    const event = { ...valid, context: screenContext(valid.context, facts.clientIp) };
     let originalTimestamp: string | undefined;
     if (Date.parse(event.timestamp) > latestAllowed) {
       originalTimestamp = event.timestamp;

@@ -1,9 +1,10 @@
-import { env } from '@svc/runtime';
+import { busConfigSpec } from '@svc/bus';
+import { gatewayOwnConfigSpec } from '@svc/ingest-gateway';
+import { env, httpServiceConfigSpec } from '@svc/runtime';
 
 /** Every variable the standalone stack reads; README's configuration table mirrors this. */
 export const standaloneConfigSpec = {
-  HOST: env.string({ description: 'Address the HTTP server listens on', default: '127.0.0.1' }),
-  PORT: env.int({ description: 'Port the HTTP server listens on', default: 8080, min: 0, max: 65535 }),
+  ...httpServiceConfigSpec,
   DATA_DIR: env.string({
     description: 'Where the embedded PostgreSQL keeps its data (unused when DATABASE_URL is set)',
     default: './.data',
@@ -13,8 +14,6 @@ export const standaloneConfigSpec = {
     default: undefined,
     secret: true,
   }),
-  LOG_LEVEL: env.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, {
-    description: 'Minimum log level',
-    default: 'info',
-  }),
+  ...busConfigSpec,
+  ...gatewayOwnConfigSpec,
 };

@@ -1,4 +1,5 @@
-import { accountsMigrations, type MigrationSet } from '@svc/runtime';
+import { busMigrations } from '@svc/bus';
+import { accountsMigrations, rateLimitMigrations, type MigrationSet } from '@svc/runtime';
 
 /** Every service's migrations, in the order they apply. */
-export const allMigrations: readonly MigrationSet[] = [accountsMigrations];
+export const allMigrations: readonly MigrationSet[] = [accountsMigrations, rateLimitMigrations, busMigrations];

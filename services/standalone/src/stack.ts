@@ -1,22 +1,24 @@
+import { createBus, prefixedTopics, type BusConfig } from '@svc/bus';
+import { mountGateway } from '@svc/ingest-gateway';
 import {
   Lifecycle,
-  createApp,
   createDb,
   createMetrics,
   readinessFromChecks,
   runMigrations,
+  serveHttp,
   startEmbeddedPostgres,
-  startHttpServer,
+  type HttpServiceConfig,
   type Logger,
 } from '@svc/runtime';
 import { allMigrations } from './migrations';
 
-export interface StackConfig {
-  HOST: string;
-  PORT: number;
-  DATA_DIR: string;
-  DATABASE_URL: string | undefined;
-}
+export type StackConfig = HttpServiceConfig &
+  BusConfig & {
+    DATA_DIR: string;
+    DATABASE_URL: string | undefined;
+    UPGRADE_URL: string;
+  };
 
 export interface RunningStack {
   url: string;
@@ -25,37 +27,49 @@ export interface RunningStack {
 
 /**
  * Every service in one process on the embedded tier: the embedded PostgreSQL
- * (or DATABASE_URL), migrations, and the services' routes on one HTTP server.
- * Shutdown runs in reverse dependency order: HTTP, then pools, then the database.
+ * (or DATABASE_URL), migrations, the bus, and every service's routes on one
+ * HTTP server. Shutdown runs in reverse: HTTP, bus, pool, database.
  */
 export async function startStack(config: StackConfig, logger: Logger): Promise<RunningStack> {
   const lifecycle = new Lifecycle({ logger });
   try {
     let databaseUrl = config.DATABASE_URL;
-    let stopEmbedded: (() => Promise<void>) | undefined;
     if (!databaseUrl) {
       const pgLog = logger.child({ component: 'postgres' });
       const embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, onLog: (line) => pgLog.debug(line) });
       databaseUrl = embedded.url;
-      stopEmbedded = embedded.stop;
+      lifecycle.registerFirst('embedded-postgres', embedded.stop);
       logger.info({ dataDir: config.DATA_DIR }, 'embedded PostgreSQL running');
     }
     const db = createDb({ url: databaseUrl, poolMax: 20, applicationName: 'svc-standalone' });
+    lifecycle.registerFirst('db-pool', () => db.destroy());
     const applied = await runMigrations(db, allMigrations);
     if (applied.length) logger.info({ applied }, 'migrations applied');
 
+    const bus = await createBus(config, { db, databaseUrl, logger: logger.child({ component: 'bus' }) });
+    lifecycle.registerFirst('bus', () => bus.close());
+    const topics = prefixedTopics(config.TOPIC_PREFIX);
+    await bus.ensureTopics(Object.values(topics));
+
     const metrics = createMetrics();
-    const { app } = createApp({
+    const http = await serveHttp({
+      config,
       logger,
       metrics,
-      basePath: '/functions/v1',
       readiness: readinessFromChecks({ database: () => db.raw('select 1') }, { logger }),
+      mount(router) {
+        mountGateway(router, {
+          db,
+          bus,
+          rawTopic: topics.eventsRaw,
+          logger,
+          metrics,
+          trustedProxies: config.TRUSTED_PROXIES,
+          upgradeUrl: config.UPGRADE_URL,
+        });
+      },
     });
-    const http = await startHttpServer(app, { host: config.HOST, port: config.PORT });
-
-    lifecycle.register('http', () => http.close());
-    lifecycle.register('db-pool', () => db.destroy());
-    if (stopEmbedded) lifecycle.register('embedded-postgres', stopEmbedded);
+    lifecycle.registerFirst('http', () => http.close());
     logger.info({ url: http.url }, 'standalone stack ready');
     return { url: http.url, lifecycle };
   } catch (err) {

@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
 import { freePort } from '@svc/runtime';
 
 const MAIN = path.resolve(__dirname, '../dist/main.js');
@@ -68,6 +69,21 @@ describe('standalone stack (npm start)', () => {
     await waitReady(url, stack);
     const shown = await run(SVCCTL, ['org', 'show', '--org', org.id], { DATA_DIR: dataDir });
     expect(JSON.parse(shown.stdout)).toMatchObject({ id: org.id, name: 'Persisted' });
+
+    // The gateway is part of the stack: a batch posted with a fresh key lands in the log.
+    const key = JSON.parse((await run(SVCCTL, ['key', 'create', '--org', org.id, '--type', 'write'], { DATA_DIR: dataDir })).stdout) as { key: string };
+    const res = await fetch(`${url}/functions/v1/v1-batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` },
+      body: JSON.stringify({ batch: [{ type: 'page', messageId: 'sa-1', anonymousId: 'anon-sa', timestamp: new Date().toISOString() }] }),
+    });
+    expect(await res.json()).toMatchObject({ success: true, processed: 1, failed: 0 });
+    const creds = JSON.parse(await readFile(path.join(dataDir, 'postgres.json'), 'utf8')) as { port: number; user: string; password: string };
+    const client = new pg.Client({ host: '127.0.0.1', port: creds.port, user: creds.user, password: creds.password, database: 'svc' });
+    await client.connect();
+    const { rows } = await client.query(`select key, value from bus.messages where topic = 'events.raw'`);
+    await client.end();
+    expect(rows).toEqual([{ key: `${org.id}:anon-sa`, value: expect.objectContaining({ orgId: org.id, event: expect.objectContaining({ messageId: 'sa-1' }) }) }]);
     stack.kill('SIGTERM');
     expect(await stopped(stack)).toBe(0);
   });

@@ -128,3 +128,20 @@ export function loadConfig<S extends Record<string, VarSpec<unknown>>>(
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(out) as Values<S>;
 }
+
+/**
+ * For composition roots: the parsed configuration, or the process exits with
+ * status 78 (EX_CONFIG) after printing every problem, naming each variable.
+ */
+export function loadConfigOrExit<S extends Record<string, VarSpec<unknown>>>(
+  spec: S,
+  source: Record<string, string | undefined>,
+): Values<S> {
+  try {
+    return loadConfig(spec, source);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(78);
+  }
+}

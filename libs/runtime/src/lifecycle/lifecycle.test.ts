@@ -35,6 +35,15 @@ describe('Lifecycle.shutdown', () => {
     ]);
   });
 
+  it('runs steps registered with registerFirst before the earlier ones (release in reverse of acquisition)', async () => {
+    const order: string[] = [];
+    const lifecycle = new Lifecycle({ logger });
+    for (const name of ['database', 'bus', 'http']) lifecycle.registerFirst(name, () => void order.push(name));
+    lifecycle.register('last-words', () => void order.push('last-words'));
+    await lifecycle.shutdown();
+    expect(order).toEqual(['http', 'bus', 'database', 'last-words']);
+  });
+
   it('runs once: concurrent and later calls share one promise', async () => {
     const run = jest.fn(async () => tick(10));
     const lifecycle = new Lifecycle({ logger }).register('http', run);

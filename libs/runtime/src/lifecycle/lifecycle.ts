@@ -59,10 +59,25 @@ export class Lifecycle {
   }
 
   register(name: string, run: () => Promise<void> | void, options: { timeoutMs?: number } = {}): this {
+    this.steps.push(this.step(name, run, options));
+    return this;
+  }
+
+  /**
+   * Registers a step that runs before every step registered so far. A
+   * composition root calls it as it acquires each resource (database, bus,
+   * HTTP), so shutdown releases them in reverse, and a start-up that fails
+   * half-way releases exactly what it had acquired.
+   */
+  registerFirst(name: string, run: () => Promise<void> | void, options: { timeoutMs?: number } = {}): this {
+    this.steps.unshift(this.step(name, run, options));
+    return this;
+  }
+
+  private step(name: string, run: () => Promise<void> | void, options: { timeoutMs?: number }): Step {
     if (this.shuttingDown) throw new Error(`Lifecycle: cannot register '${name}' after shutdown started`);
     if (this.steps.some((step) => step.name === name)) throw new Error(`Lifecycle: step '${name}' already registered`);
-    this.steps.push({ name, run, timeoutMs: options.timeoutMs ?? this.defaultStepTimeoutMs });
-    return this;
+    return { name, run, timeoutMs: options.timeoutMs ?? this.defaultStepTimeoutMs };
   }
 
   shutdown(reason = 'requested'): Promise<ShutdownReport> {

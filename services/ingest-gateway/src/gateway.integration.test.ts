@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { busMigrations, createPostgresLogBus, prefixedTopics, type Bus, type IncomingMessage } from '@svc/bus';
+import type { RawEventEnvelope } from '@svc/contracts';
+import {
+  AccountsStore,
+  accountsMigrations,
+  createLogger,
+  createMetrics,
+  rateLimitMigrations,
+  serveHttp,
+  type RunningHttpServer,
+} from '@svc/runtime';
+import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
+import { mountGateway } from './routes';
+
+/**
+ * The gateway on real parts: PostgreSQL for keys, limits and usage, and the
+ * real log. Two gateway instances share one database, as replicas would.
+ */
+describeWithPostgres('ingest gateway on PostgreSQL and the Postgres-backed log', () => {
+  let t: TestDatabase;
+  let bus: Bus;
+  const servers: RunningHttpServer[] = [];
+  const topics = prefixedTopics(`gw${Date.now()}.`);
+  let accounts: AccountsStore;
+
+  beforeAll(async () => {
+    t = await createTestDatabase([accountsMigrations, rateLimitMigrations, busMigrations]);
+    bus = createPostgresLogBus({ db: t.db, url: t.url });
+    await bus.ensureTopics([topics.eventsRaw]);
+    accounts = new AccountsStore(t.db);
+    const logger = createLogger({ name: 'gw-test', level: 'silent' });
+    for (let i = 0; i < 2; i++) {
+      const metrics = createMetrics({ collectDefaultMetrics: false });
+      servers.push(
+        await serveHttp({
+          config: { HOST: '127.0.0.1', PORT: 0, TRUSTED_PROXIES: [], TLS_CERT_FILE: undefined, TLS_KEY_FILE: undefined, REQUIRE_HTTPS: false },
+          logger,
+          metrics,
+          readiness: async () => ({ checks: {} }),
+          mount: (router) =>
+            mountGateway(router, { db: t.db, bus, rawTopic: topics.eventsRaw, logger, metrics, trustedProxies: [], upgradeUrl: 'https://billing.test' }),
+        }),
+      );
+    }
+  });
+  afterAll(async () => {
+    for (const s of servers) await s.close();
+    await bus.close();
+    await t.drop();
+  });
+
+  const post = (server: RunningHttpServer, key: string, batch: unknown[], headers: Record<string, string> = {}) =>
+    fetch(`${server.url}/functions/v1/v1-batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
+      body: JSON.stringify({ batch }),
+    });
+
+  it('acknowledges a batch only once it is on the raw topic, with its envelope', async () => {
+    const org = await accounts.createOrganization({ name: 'Envelope' });
+    const { key } = await accounts.createApiKey({ orgId: org.id, type: 'write' });
+    const received: Array<IncomingMessage<RawEventEnvelope>> = [];
+    const sub = await bus.subscribe<RawEventEnvelope>({
+      groupId: 'gw-test',
+      topics: [topics.eventsRaw],
+      handler: async (batch) => void received.push(...batch.messages),
+    });
+    const batch = [
+      { type: 'identify', messageId: 'e-1', anonymousId: 'anon-1', userId: 'user-1', timestamp: '2026-11-21T10:00:00Z', traits: { email: 'a@b.test' } },
+      { type: 'track', messageId: 'e-2', anonymousId: 'anon-1', event: 'Signed Up', timestamp: '2026-11-21T10:00:01Z', context: { fingerprint: { hash: 'h' } } },
+    ];
+    const res = await post(servers[0]!, key, batch, { 'x-request-id': 'req-abc' });
+    expect(await res.json()).toMatchObject({ success: true, processed: 2, failed: 0 });
+    const deadline = Date.now() + 10_000;
+    while (received.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    await sub.stop();
+    expect(received.map((m) => m.key)).toEqual([`${org.id}:anon-1`, `${org.id}:anon-1`]);
+    expect(received[0]!.value).toMatchObject({ v: 1, orgId: org.id, requestId: 'req-abc', clientIp: '127.0.0.1', event: batch[0] });
+    expect(received[1]!.value.event.context).toEqual({ ip_address: '127.0.0.1' });
+  });
+
+  it('holds the per-(org, IP) limit across two gateway instances', async () => {
+    const org = await accounts.createOrganization({ name: 'Limits' });
+    const { key } = await accounts.createApiKey({ orgId: org.id, type: 'write', ratePerMinuteCap: 10 });
+    const statuses = await Promise.all(Array.from({ length: 16 }, (_, i) => post(servers[i % 2]!, key, []).then((r) => r.status)));
+    // A window boundary may fall inside the burst; then each window allows its own 10.
+    const allowed = statuses.filter((s) => s === 200).length;
+    expect([10, 16]).toContain(allowed);
+    if (allowed === 10) expect(statuses.filter((s) => s === 429)).toHaveLength(6);
+  });
+
+  it('refuses a revoked key on the very next request, on every instance', async () => {
+    const org = await accounts.createOrganization({ name: 'Revoked' });
+    const { record, key } = await accounts.createApiKey({ orgId: org.id, type: 'write' });
+    expect((await post(servers[0]!, key, [])).status).toBe(200);
+    expect((await post(servers[1]!, key, [])).status).toBe(200);
+    await accounts.revokeApiKey(record.id);
+    for (const server of servers) {
+      const res = await post(server, key, []);
+      expect(res.status).toBe(401);
+      expect(await res.json()).toEqual({ success: false, error: 'Invalid or expired API key' });
+    }
+  });
+
+  it('applies the monthly quota from recorded usage', async () => {
+    const org = await accounts.createOrganization({ name: 'Quota', monthlyEventQuota: 3 });
+    const { key } = await accounts.createApiKey({ orgId: org.id, type: 'write' });
+    expect((await post(servers[0]!, key, [])).status).toBe(200);
+    await AccountsStore.addUsage(t.db, org.id, new Date(), 3);
+    const res = await post(servers[1]!, key, []);
+    expect(res.status).toBe(429);
+    expect(await res.json()).toEqual({ success: false, error: 'Monthly event limit exceeded. Please upgrade your plan.' });
+  });
+});

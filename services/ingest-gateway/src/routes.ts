@@ -1,0 +1,32 @@
+import type { Router } from 'express';
+import type { Bus } from '@svc/bus';
+import type { TopicSpec } from '@svc/contracts';
+import { AccountsStore, PostgresRateLimiter, type Db, type Logger, type Metrics } from '@svc/runtime';
+import { mountBatchRoute } from './batch-route';
+import { gatewayMetrics } from './metrics';
+
+export interface GatewayWiring {
+  db: Db;
+  bus: Bus;
+  rawTopic: TopicSpec;
+  logger: Logger;
+  metrics: Metrics;
+  trustedProxies: readonly string[];
+  upgradeUrl: string;
+}
+
+/** Builds the gateway's real dependencies and mounts its routes; used by main.ts and the standalone stack. */
+export function mountGateway(router: Router, w: GatewayWiring): void {
+  const accounts = new AccountsStore(w.db);
+  mountBatchRoute(router, {
+    keys: accounts,
+    rateLimiter: new PostgresRateLimiter(w.db),
+    readUsage: (orgId, at) => accounts.monthlyUsage(orgId, at),
+    bus: w.bus,
+    rawTopic: w.rawTopic,
+    trustedProxies: w.trustedProxies,
+    upgradeUrl: w.upgradeUrl,
+    metrics: gatewayMetrics(w.metrics),
+    logger: w.logger,
+  });
+}
