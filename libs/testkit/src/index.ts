@@ -1,2 +1,3 @@
 export * from './infra-state';
 export * from './postgres';
+export * from './kafka';

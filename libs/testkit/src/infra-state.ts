@@ -5,6 +5,10 @@
 export const InfraEnv = {
   /** Superuser URL of a PostgreSQL server where tests may create databases. */
   postgresAdminUrl: 'SVC_TEST_POSTGRES_ADMIN_URL',
+  /** Kafka bootstrap servers for tests. */
+  kafkaBrokers: 'SVC_TEST_KAFKA_BROKERS',
+  /** Confluent-API schema registry base URL for tests. */
+  registryUrl: 'SVC_TEST_SCHEMA_REGISTRY_URL',
   /** Set when a piece is unavailable (and REQUIRE_INFRA is off): why, and how to provide it. */
   missing: (piece: InfraPiece) => `SVC_TEST_MISSING_${piece.toUpperCase()}`,
 } as const;

@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# Single-node Apache Kafka (KRaft, combined broker+controller) on 127.0.0.1,
+# run straight from the Maven Central jars fetched by fetch.sh. No Docker.
+#
+# Usage: kafka.sh start <workdir> <port>   -> last stdout line: KAFKA_BROKERS=127.0.0.1:<port>
+#        kafka.sh stop  <workdir>
+#
+# Env: KAFKA_CONTROLLER_PORT (default port+1), KAFKA_START_TIMEOUT (s, default 90),
+#      KAFKA_HEAP_OPTS (default "-Xms256m -Xmx512m"),
+#      KAFKA_JVM_OPTS (default "-XX:TieredStopAtLevel=1"; set "" for full C2 JIT),
+#      KAFKA_AUTO_CREATE_TOPICS (default false: create topics via the admin API).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+HOST=127.0.0.1 # never bind anything else
+
+log() { printf '[kafka] %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+usage() { die "usage: $0 start <workdir> <port> | stop <workdir>"; }
+
+# True if something accepts TCP connections on HOST:$1.
+port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# One Kafka request/response in pure bash (no client jar, no JVM start-up):
+# kafka_call <port> <api_key> <api_version> <body-hex> <bytes-to-read>
+# Sends a non-flexible request (header v1, correlation id 42, client id
+# "probe") and prints the first <bytes-to-read> bytes of the reply as hex.
+kafka_call() {
+  local port=$1 key=$2 ver=$3 body=$4 n=$5 msg
+  msg="$(printf '%04x%04x%08x0005%s%s' "$key" "$ver" 42 70726f6265 "$body")"
+  msg="$(printf '%08x' $((${#msg} / 2)))$msg"
+  # Inner script is single-quoted on purpose (gets its values as $0..$3);
+  # sed turns the hex into printf \xNN escapes.
+  # shellcheck disable=SC2016,SC2001
+  timeout 5 bash -c '
+    exec 3<>"/dev/tcp/$0/$1" || exit 1
+    printf "$2" >&3
+    head -c "$3" <&3 | od -An -v -tx1 | tr -d " \n"
+  ' "$HOST" "$port" "$(sed 's/../\\x&/g' <<<"$msg")" "$n" 2>/dev/null
+}
+
+# Metadata v4 (all topics): reply = size, correlation id, throttle, #brokers.
+# The broker only answers once request processing is enabled, which KRaft does
+# after the broker has caught up with the metadata log and been unfenced.
+metadata_ok() {
+  local r
+  r="$(kafka_call "$1" 3 4 ffffffff00 16)" || return 1
+  [[ ${#r} -eq 32 && ${r:8:8} == 0000002a && ${r:24:8} != 00000000 && ${r:24:8} != ffffffff ]]
+}
+
+# Warm-up so the first test does not pay for (or log errors about) lazy
+# internal state: FindCoordinator v1 for a group creates __consumer_offsets,
+# for a transactional id creates __transaction_state; InitProducerId v1
+# (no transactional id) makes the broker fetch its first producer-id block.
+# Each passes once the reply's error code (bytes 12-13) is 0.
+warm_ok() {
+  local r key
+  key="0010$(printf svc-infra-warmup | od -An -v -tx1 | tr -d ' \n')"
+  r="$(kafka_call "$1" 10 1 "${key}00" 14)" && [[ ${r:24:4} == 0000 ]] || return 1
+  r="$(kafka_call "$1" 10 1 "${key}01" 14)" && [[ ${r:24:4} == 0000 ]] || return 1
+  r="$(kafka_call "$1" 22 1 ffff0000ea60 14)" && [[ ${r:24:4} == 0000 ]] || return 1
+}
+
+# PID from the pidfile if that process is still our broker (guards against
+# a stale pidfile whose PID was reused by something else).
+running_pid() {
+  local wd="$1" pid
+  [[ -f "$wd/kafka.pid" ]] || return 1
+  pid="$(<"$wd/kafka.pid")"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  kill -0 "$pid" 2>/dev/null || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "kafka.Kafka $wd/server.properties" || return 1
+  printf '%s\n' "$pid"
+}
+
+do_stop() {
+  local wd="$1" pid i
+  [[ -d "$wd" ]] || { log "no workdir $wd; nothing to stop"; return 0; }
+  wd="$(cd "$wd" && pwd)"
+  if ! pid="$(running_pid "$wd")"; then
+    rm -f "$wd/kafka.pid"
+    log "not running"
+    return 0
+  fi
+  log "stopping pid $pid (SIGTERM)"
+  kill -TERM "$pid" 2>/dev/null || true
+  # Controlled shutdown of a single combined node normally takes a few seconds.
+  for ((i = 0; i < 300; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "still alive after 30s; SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  fi
+  rm -f "$wd/kafka.pid"
+  log "stopped"
+}
+
+do_start() {
+  local wd="$1" port="$2"
+  [[ "$port" =~ ^[0-9]+$ ]] || die "port must be a number: $port"
+  local cport="${KAFKA_CONTROLLER_PORT:-$((port + 1))}"
+  local timeout_s="${KAFKA_START_TIMEOUT:-90}"
+  local auto_create="${KAFKA_AUTO_CREATE_TOPICS:-false}"
+  read -r -a heap <<<"${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
+  # C1-only JIT: broker start-up on 2 cores drops from ~8 s to ~4 s; test
+  # traffic is far too small for C2's peak throughput to matter.
+  read -r -a jvm_extra <<<"${KAFKA_JVM_OPTS--XX:TieredStopAtLevel=1}"
+
+  mkdir -p "$wd"
+  wd="$(cd "$wd" && pwd)" # absolute: it ends up in configs and in the cmdline check
+
+  local pid
+  if pid="$(running_pid "$wd")"; then
+    # Idempotent start: same workdir already has a live broker.
+    if [[ "$(cat "$wd/kafka.port" 2>/dev/null)" == "$port" ]] && metadata_ok "$port"; then
+      log "already running (pid $pid)"
+      echo "KAFKA_BROKERS=$HOST:$port"
+      return 0
+    fi
+    die "a broker from $wd is already running (pid $pid) on another port; stop it first"
+  fi
+  port_open "$port" && die "port $port is already in use"
+  port_open "$cport" && die "controller port $cport is already in use (set KAFKA_CONTROLLER_PORT)"
+
+  local libs
+  libs="$("$HERE/fetch.sh" --print-dir kafka)"
+  command -v java >/dev/null || die "java not found on PATH"
+
+  # Quiet log4j2 config: WARN+ to kafka.log, plus the one INFO line that says
+  # the server started (handy when reading the log).
+  cat >"$wd/log4j2.properties" <<EOF
+status = error
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = $wd/kafka.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.file.ref = FILE
+logger.started.name = kafka.server.KafkaRaftServer
+logger.started.level = INFO
+EOF
+
+  # Regenerated on every start so port changes apply; the data dir persists.
+  cat >"$wd/server.properties" <<EOF
+# Generated by infra/local/kafka.sh. Single node, KRaft, combined roles.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@$HOST:$cport
+listeners=PLAINTEXT://$HOST:$port,CONTROLLER://$HOST:$cport
+advertised.listeners=PLAINTEXT://$HOST:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$wd/data
+# Single node: every internal topic must have RF=1; few partitions = fast start.
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+# Tests want consumers to join immediately.
+group.initial.rebalance.delay.ms=0
+# Topics are created explicitly via the admin API (override with env).
+auto.create.topics.enable=$auto_create
+# 2-core machine: keep thread pools small.
+num.network.threads=2
+num.io.threads=4
+background.threads=2
+num.recovery.threads.per.data.dir=1
+EOF
+  echo "$port" >"$wd/kafka.port"
+
+  local -a jvm=(java "${heap[@]}" "${jvm_extra[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+    -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true
+    -Djava.net.preferIPv4Stack=true
+    "-Dlog4j2.configurationFile=$wd/log4j2.properties"
+    -cp "$libs/*")
+
+  # Format storage once (KRaft needs a cluster id + meta.properties).
+  if [[ ! -f "$wd/data/meta.properties" ]]; then
+    local cid
+    # Kafka cluster ids are 16 random bytes, base64url without padding; avoid
+    # a leading '-' that the CLI would read as an option.
+    cid="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+    cid="A${cid:1}"
+    log "formatting storage in $wd/data (cluster id $cid)"
+    "${jvm[@]}" kafka.tools.StorageTool format -t "$cid" \
+      -c "$wd/server.properties" >>"$wd/kafka.out" 2>&1 ||
+      { tail -n 30 "$wd/kafka.out" >&2; die "storage format failed"; }
+  fi
+
+  log "starting broker on $HOST:$port (controller $HOST:$cport), logs in $wd"
+  local t0=$SECONDS
+  rm -f "$wd/kafka.pid" # stale one from a killed run would fool the wait below
+  # setsid: detach from the caller's session/process group so the broker
+  # survives the calling script. The inner bash writes its own PID and then
+  # execs java (same PID), after closing inherited fds > 2 so a caller that
+  # waits on a pipe (e.g. $(...) or a test runner) is never held open.
+  # shellcheck disable=SC2016  # single quotes on purpose: expands in the child
+  setsid bash -c '
+    pidfile=$1; shift
+    for fd in /proc/$$/fd/*; do
+      n=${fd##*/}
+      if ((n > 2)); then eval "exec $n>&-" 2>/dev/null || true; fi
+    done
+    echo $$ >"$pidfile"
+    exec "$@"
+  ' _ "$wd/kafka.pid" "${jvm[@]}" kafka.Kafka "$wd/server.properties" \
+    </dev/null >>"$wd/kafka.out" 2>&1 &
+
+  # Wait for the pidfile, then for a real metadata response.
+  local i
+  for ((i = 0; i < 50; i++)); do [[ -s "$wd/kafka.pid" ]] && break; sleep 0.1; done
+  [[ -s "$wd/kafka.pid" ]] || die "process did not start; see $wd/kafka.out"
+  pid="$(<"$wd/kafka.pid")"
+  while :; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "broker exited during start-up; tail of logs:"
+      tail -n 40 "$wd/kafka.out" "$wd/kafka.log" >&2 2>/dev/null || true
+      rm -f "$wd/kafka.pid"
+      exit 1
+    fi
+    if metadata_ok "$port" && warm_ok "$port"; then break; fi
+    if ((SECONDS - t0 >= timeout_s)); then
+      log "not ready after ${timeout_s}s; tail of logs:"
+      tail -n 40 "$wd/kafka.out" "$wd/kafka.log" >&2 2>/dev/null || true
+      do_stop "$wd"
+      exit 1
+    fi
+    sleep 0.3
+  done
+  log "ready in $((SECONDS - t0))s (pid $pid)"
+  echo "KAFKA_BROKERS=$HOST:$port"
+}
+
+case "${1:-}" in
+  start) [[ $# -eq 3 ]] || usage; do_start "$2" "$3" ;;
+  stop) [[ $# -eq 2 ]] || usage; do_stop "$2" ;;
+  *) usage ;;
+esac

@@ -1,0 +1,55 @@
+import { execFile } from 'node:child_process';
+import { mkdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '@svc/runtime';
+
+/**
+ * Kafka and the schema registry as local processes, through the scripts in
+ * infra/local (artifacts from Maven Central, cached; Java 17). Each start
+ * prints `NAME=value` as its last line once the piece is usable.
+ */
+const INFRA = path.resolve(__dirname, '../../../infra/local');
+
+export interface LocalProcess {
+  /** The value the script printed, e.g. `127.0.0.1:41234` for Kafka. */
+  address: string;
+  stop(): Promise<void>;
+}
+
+function script(name: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const options = { timeout: timeoutMs, maxBuffer: 16 << 20, env: { ...process.env, ...env } };
+    execFile('bash', [path.join(INFRA, name), ...args], options, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${name} ${args[0]} failed: ${err.message}\n${stderr.slice(-2000)}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+async function startLocal(name: 'kafka' | 'registry', extraArgs: string[]): Promise<LocalProcess> {
+  const workdir = path.join(os.tmpdir(), `svc-test-${name}-${process.pid}`);
+  await rm(workdir, { recursive: true, force: true });
+  await mkdir(workdir, { recursive: true });
+  const port = await freePort();
+  // Kafka's controller needs a port of its own; pick one rather than assume port+1 is free.
+  const env: Record<string, string> = name === 'kafka' ? { KAFKA_CONTROLLER_PORT: String(await freePort()) } : {};
+  // First use fetches artifacts from Maven Central, hence the generous limit.
+  const out = await script(`${name}.sh`, ['start', workdir, String(port), ...extraArgs], 600_000, env);
+  const last = out.trim().split('\n').pop() ?? '';
+  const address = last.slice(last.indexOf('=') + 1);
+  if (!address) throw new Error(`${name}.sh start printed no address`);
+  return {
+    address,
+    async stop() {
+      await script(`${name}.sh`, ['stop', workdir], 60_000);
+      await rm(workdir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A single-node KRaft broker on 127.0.0.1; address is `host:port`. */
+export const startLocalKafka = (): Promise<LocalProcess> => startLocal('kafka', []);
+
+/** A Confluent-API schema registry on 127.0.0.1; address is its base URL. */
+export const startLocalRegistry = (): Promise<LocalProcess> => startLocal('registry', []);
