@@ -41,13 +41,16 @@ export async function topicPartitions(q: Queryable, name: string): Promise<numbe
 }
 
 /**
- * Appends messages, keyed into partitions by Kafka's partitioner. Must run
- * inside a transaction. Offsets are claimed by bumping the partition's head
- * row, whose row lock the transaction holds until it ends: a concurrent
- * append to the same partition waits, takes the next offsets, and commits
- * after us, so readers see offsets appear strictly in order and never skip
- * one. Heads are locked in ascending partition order, so producers writing
- * to several partitions at once cannot deadlock.
+ * Appends messages, keyed into partitions by Kafka's partitioner, in one
+ * statement (one round trip). Must run inside a transaction. Offsets are
+ * claimed by bumping each partition's head row, whose row lock the
+ * transaction holds until it ends: a concurrent append to the same partition
+ * waits, takes the next offsets, and commits after us, so readers see offsets
+ * appear strictly in order and never skip one. Heads are locked in ascending
+ * partition order (the `order by ... for update`), so producers writing to
+ * several partitions at once cannot deadlock; and because the whole append is
+ * one statement, the locks are held for that statement and the commit only,
+ * never across a client round trip.
  */
 export async function append(
   q: Queryable,
@@ -55,26 +58,34 @@ export async function append(
   partitions: number,
   messages: readonly OutgoingMessage[],
 ): Promise<void> {
-  const byPartition = new Map<number, OutgoingMessage[]>();
-  for (const m of messages) {
-    const p = partitionFor(m.key, partitions);
-    byPartition.set(p, [...(byPartition.get(p) ?? []), m]);
-  }
-  for (const [partition, batch] of [...byPartition].sort(([a], [b]) => a - b)) {
-    const { rows } = await q.query<{ next_offset: string | number }>(
-      `update bus.partitions set next_offset = next_offset + $3
-       where topic = $1 and partition = $2 returning next_offset`,
-      [topic, partition, batch.length],
-    );
-    if (!rows[0]) throw new Error(`topic ${topic} has no partition ${partition}`);
-    const first = Number(rows[0].next_offset) - batch.length;
-    const payload = batch.map((m) => ({ key: m.key, value: m.value ?? null, headers: m.headers ?? {} }));
-    await q.query(
-      `insert into bus.messages (topic, partition, "offset", key, value, headers)
-       select $1, $2, $3::bigint + t.i - 1, t.m ->> 'key', t.m -> 'value', t.m -> 'headers'
-       from jsonb_array_elements($4::jsonb) with ordinality as t (m, i)`,
-      [topic, partition, first, JSON.stringify(payload)],
-    );
+  const counts = new Map<number, number>();
+  const rows = messages.map((m) => {
+    const partition = partitionFor(m.key, partitions);
+    const index = counts.get(partition) ?? 0;
+    counts.set(partition, index + 1);
+    return { p: partition, i: index, k: m.key, v: m.value ?? null, h: m.headers ?? {} };
+  });
+  const wanted = [...counts.keys()];
+  const { rowCount } = await q.query(
+    `with locked as (
+       select partition from bus.partitions
+       where topic = $1 and partition = any($2::int[])
+       order by partition
+       for update
+     ), claimed as (
+       update bus.partitions h set next_offset = h.next_offset + c.n
+       from locked l, unnest($2::int[], $3::int[]) as c (partition, n)
+       where h.topic = $1 and h.partition = l.partition and c.partition = l.partition
+       returning h.partition, h.next_offset - c.n as first
+     )
+     insert into bus.messages (topic, partition, "offset", key, value, headers)
+     select $1, m.p, c.first + m.i, m.k, m.v, m.h
+     from jsonb_to_recordset($4::jsonb) as m (p int, i int, k text, v jsonb, h jsonb)
+     join claimed c on c.partition = m.p`,
+    [topic, wanted, wanted.map((p) => counts.get(p)), JSON.stringify(rows)],
+  );
+  if (rowCount !== messages.length) {
+    throw new Error(`topic ${topic} is missing partitions: stored ${rowCount ?? 0} of ${messages.length} messages`);
   }
   // Delivered at commit, and only if the transaction commits.
   await q.query('select pg_notify($1, $2)', [MESSAGES_CHANNEL, topic]);
