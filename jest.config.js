@@ -35,6 +35,7 @@ module.exports = {
     project('tools/svcctl', '@svc/svcctl'),
     project('services/standalone', '@svc/standalone'),
     project('services/ingest-gateway', '@svc/ingest-gateway'),
+    project('services/consent-api', '@svc/consent-api'),
   ],
   globalSetup: '<rootDir>/libs/testkit/src/global-setup.ts',
   globalTeardown: '<rootDir>/libs/testkit/src/global-teardown.ts',

@@ -5,3 +5,4 @@ export * from './events';
 export * from './validate-event';
 export * from './topics';
 export * from './schema-validator';
+export * from './consent';

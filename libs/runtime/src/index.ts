@@ -14,3 +14,4 @@ export * from './auth/authenticate';
 export * from './rate-limit/rate-limiter';
 export * from './rate-limit/migrations';
 export * from './config/common';
+export * from './rate-limit/http';

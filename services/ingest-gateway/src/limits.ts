@@ -1,42 +1,36 @@
-import { ErrorCodes, Headers, Limits, Messages } from '@svc/contracts';
-import { HttpError, type RateLimitRule, type RateLimitVerdict, type VerifiedKey } from '@svc/runtime';
+import { Headers, Limits, Messages } from '@svc/contracts';
+import {
+  HttpError,
+  perIpRateLimited,
+  perOrgIpRule,
+  rateLimitHeaders,
+  type RateLimitRule,
+  type RateLimitVerdict,
+  type VerifiedKey,
+} from '@svc/runtime';
 
 /**
  * The two request-rate rules of POST /v1-batch: per (organisation, client IP),
  * tightened by the key's own cap when it has one, and per organisation.
  */
 export function batchRateRules(key: VerifiedKey, clientIp: string): [RateLimitRule, RateLimitRule] {
-  const perIp = Math.min(Limits.rate.batchPerOrgIp, key.ratePerMinuteCap ?? Infinity);
   return [
-    { bucket: `batch:ip:${key.orgId}:${clientIp}`, limit: perIp },
+    perOrgIpRule('batch', key, clientIp, Limits.rate.batchPerOrgIp),
     { bucket: `batch:org:${key.orgId}`, limit: Limits.rate.batchPerOrg },
   ];
 }
 
 /** The 429 for the first broken rule, or undefined when every rule allows the request. */
 export function rateLimitError([perIp, perOrg]: RateLimitVerdict[]): HttpError | undefined {
-  if (perIp && !perIp.allowed) {
-    return new HttpError(429, Messages.rateLimitedPerIp(perIp.rule.limit), {
-      code: ErrorCodes.rateLimited,
-      headers: rateHeaders(perIp),
-    });
-  }
+  if (perIp && !perIp.allowed) return perIpRateLimited(perIp);
   if (perOrg && !perOrg.allowed) {
     // The spec's per-organisation 429 carries only `error`: no `success`, no `code`.
     return new HttpError(429, Messages.rateLimitedPerOrg(perOrg.rule.limit), {
       omitSuccessField: true,
-      headers: rateHeaders(perOrg),
+      headers: rateLimitHeaders(perOrg),
     });
   }
   return undefined;
-}
-
-function rateHeaders(v: RateLimitVerdict): Record<string, string> {
-  return {
-    [Headers.retryAfter]: String(v.retryAfterSeconds),
-    [Headers.rateLimitLimit]: String(v.rule.limit),
-    [Headers.rateLimitRemaining]: String(v.remaining),
-  };
 }
 
 /** Reads an organisation's unique events this month; throws when the store cannot answer. */

@@ -1,4 +1,5 @@
 import { createBus, prefixedTopics, type BusConfig } from '@svc/bus';
+import { mountConsentApi } from '@svc/consent-api';
 import { mountGateway } from '@svc/ingest-gateway';
 import {
   Lifecycle,
@@ -52,6 +53,7 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
     await bus.ensureTopics(Object.values(topics));
 
     const metrics = createMetrics();
+    let stopConsentPublisher = async () => {};
     const http = await serveHttp({
       config,
       logger,
@@ -67,8 +69,17 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
           trustedProxies: config.TRUSTED_PROXIES,
           upgradeUrl: config.UPGRADE_URL,
         });
+        const consentPublisher = mountConsentApi(router, {
+          db,
+          bus,
+          decisionsTopic: topics.consentDecisions,
+          logger,
+          trustedProxies: config.TRUSTED_PROXIES,
+        });
+        stopConsentPublisher = () => consentPublisher.stop();
       },
     });
+    lifecycle.registerFirst('consent-publisher', () => stopConsentPublisher());
     lifecycle.registerFirst('http', () => http.close());
     logger.info({ url: http.url }, 'standalone stack ready');
     return { url: http.url, lifecycle };

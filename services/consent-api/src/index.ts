@@ -1,0 +1,5 @@
+export * from './migrations';
+export * from './publisher';
+export * from './routes';
+export * from './routes-setup';
+export * from './store';

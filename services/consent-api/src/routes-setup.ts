@@ -1,0 +1,30 @@
+import type { Router } from 'express';
+import type { Bus } from '@svc/bus';
+import type { TopicSpec } from '@svc/contracts';
+import { AccountsStore, PostgresRateLimiter, type Db, type Logger } from '@svc/runtime';
+import { ConsentPublisher } from './publisher';
+import { mountConsent } from './routes';
+import { ConsentStore } from './store';
+
+export interface ConsentWiring {
+  db: Db;
+  bus: Pick<Bus, 'produce'>;
+  decisionsTopic: TopicSpec;
+  logger: Logger;
+  trustedProxies: readonly string[];
+}
+
+/** Builds the consent API's real dependencies and mounts its routes; returns the publisher to stop at shutdown. */
+export function mountConsentApi(router: Router, w: ConsentWiring): ConsentPublisher {
+  const store = new ConsentStore(w.db);
+  const publisher = new ConsentPublisher(store, w.bus, w.decisionsTopic, w.logger);
+  publisher.start();
+  mountConsent(router, {
+    keys: new AccountsStore(w.db),
+    rateLimiter: new PostgresRateLimiter(w.db),
+    store,
+    publisher,
+    trustedProxies: w.trustedProxies,
+  });
+  return publisher;
+}

@@ -1,0 +1,119 @@
+import type { ConsentDecision, ConsentPurpose, ConsentRecordView, CurrentConsent } from '@svc/contracts';
+import type { Db } from '@svc/runtime';
+
+export interface Subject {
+  anonymousId?: string;
+  userId?: string;
+}
+
+/** Keyset position in a subject's history: newest first, ties by id. */
+export interface HistoryCursor {
+  receivedMicros: string;
+  id: string;
+}
+
+export interface NewRecord {
+  orgId: string;
+  keyId: string;
+  decision: ConsentDecision;
+  clientIp: string | null;
+  userAgent: string | null;
+}
+
+export interface StoredRecord extends ConsentRecordView {
+  org_id: string;
+  received_micros: string;
+}
+
+const COLUMNS = `id, org_id, anonymous_id, user_id, purposes, source,
+  to_char(client_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as client_timestamp,
+  to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as received_at,
+  ((extract(epoch from received_at) * 1000000)::bigint)::text as received_micros`;
+
+/**
+ * The consent audit trail. Records are only ever inserted (the table refuses
+ * updates and deletes); the current decision per purpose is derived from them.
+ */
+export class ConsentStore {
+  constructor(private readonly db: Db) {}
+
+  async record(r: NewRecord): Promise<StoredRecord> {
+    const { rows } = await this.db.raw<{ rows: StoredRecord[] }>(
+      `insert into consent.records (org_id, anonymous_id, user_id, purposes, source, client_timestamp, key_id, client_ip, user_agent)
+       values (?, ?, ?, ?::jsonb, ?, ?, ?, ?::inet, ?)
+       returning ${COLUMNS}`,
+      [
+        r.orgId,
+        r.decision.anonymousId,
+        r.decision.userId ?? null,
+        JSON.stringify(r.decision.purposes),
+        r.decision.source ?? 'api',
+        r.decision.timestamp ?? null,
+        r.keyId,
+        r.clientIp || null,
+        r.userAgent?.slice(0, 512) ?? null,
+      ],
+    );
+    return rows[0]!;
+  }
+
+  /** One page of a subject's decisions, newest first. */
+  async history(orgId: string, subject: Subject, limit: number, after?: HistoryCursor): Promise<{ records: StoredRecord[]; hasMore: boolean }> {
+    const [where, params] = subjectFilter(orgId, subject);
+    const keyset = after
+      ? `and (received_at, id) < (timestamptz 'epoch' + ?::bigint * interval '1 microsecond', ?::uuid)`
+      : '';
+    const { rows } = await this.db.raw<{ rows: StoredRecord[] }>(
+      `select ${COLUMNS} from consent.records where ${where} ${keyset}
+       order by received_at desc, id desc limit ?`,
+      [...params, ...(after ? [after.receivedMicros, after.id] : []), limit + 1],
+    );
+    return { records: rows.slice(0, limit), hasMore: rows.length > limit };
+  }
+
+  /** The newest decision for each purpose the subject ever decided on. */
+  async current(orgId: string, subject: Subject): Promise<Partial<Record<ConsentPurpose, CurrentConsent>>> {
+    const [where, params] = subjectFilter(orgId, subject, 'r.');
+    const { rows } = await this.db.raw<{ rows: Array<{ purpose: ConsentPurpose; granted: boolean; source: string; decided_at: string; record_id: string }> }>(
+      `select distinct on (p.key) p.key as purpose, p.value::boolean as granted, r.source,
+              to_char(r.received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as decided_at, r.id as record_id
+       from consent.records r cross join lateral jsonb_each(r.purposes) p
+       where ${where}
+       order by p.key, r.received_at desc, r.id desc`,
+      params,
+    );
+    return Object.fromEntries(rows.map(({ purpose, ...rest }) => [purpose, rest]));
+  }
+
+  /** Decisions not yet on the topic, oldest first. */
+  async unpublished(limit: number): Promise<StoredRecord[]> {
+    const { rows } = await this.db.raw<{ rows: StoredRecord[] }>(
+      `select ${COLUMNS} from consent.records where published_at is null order by received_at limit ?`,
+      [limit],
+    );
+    return rows;
+  }
+
+  async markPublished(ids: readonly string[]): Promise<void> {
+    if (ids.length) await this.db.raw('update consent.records set published_at = now() where id = any(?::uuid[])', [[...ids]]);
+  }
+}
+
+/**
+ * Which records belong to a subject. A user id also finds the decisions its
+ * visitor made while still anonymous: every anonymous id that was ever
+ * recorded together with that user id.
+ */
+function subjectFilter(orgId: string, s: Subject, t = ''): [string, string[]] {
+  const parts: string[] = [];
+  const params: string[] = [orgId];
+  if (s.anonymousId) {
+    parts.push(`${t}anonymous_id = ?`);
+    params.push(s.anonymousId);
+  }
+  if (s.userId) {
+    parts.push(`${t}user_id = ?`, `${t}anonymous_id in (select l.anonymous_id from consent.records l where l.org_id = ? and l.user_id = ?)`);
+    params.push(s.userId, orgId, s.userId);
+  }
+  return [`${t}org_id = ? and (${parts.join(' or ')})`, params];
+}
