@@ -12,7 +12,8 @@ const swc = [
 
 /** Workspace packages resolve to their TypeScript sources, so tests never need a build. */
 const moduleNameMapper = {
-  '^@svc/(contracts|runtime|testkit|bus)$': '<rootDir>/libs/$1/src/index.ts',
+  '^@svc/(contracts|runtime|testkit|bus|sdk-browser)$': '<rootDir>/libs/$1/src/index.ts',
+  '^@svc/(ingest-gateway|identity-resolver|consent-api|profile-api|conversion-forwarder)$': '<rootDir>/services/$1/src/index.ts',
 };
 
 const project = (dir, displayName) => ({
@@ -36,6 +37,7 @@ module.exports = {
     project('services/standalone', '@svc/standalone'),
     project('services/ingest-gateway', '@svc/ingest-gateway'),
     project('services/consent-api', '@svc/consent-api'),
+    project('services/identity-resolver', '@svc/identity-resolver'),
   ],
   globalSetup: '<rootDir>/libs/testkit/src/global-setup.ts',
   globalTeardown: '<rootDir>/libs/testkit/src/global-teardown.ts',

@@ -25,6 +25,7 @@ describe('checkEvent: every per-event reason of the spec', () => {
     ['no timestamp', ok('page', { timestamp: undefined }), EventReasons.timestampRequired],
     ['unparseable timestamp', ok('page', { timestamp: 'yesterday' }), EventReasons.invalidTimestamp],
     ['impossible date', ok('page', { timestamp: '2026-13-45T10:00:00Z' }), EventReasons.invalidTimestamp],
+    ['year zero', ok('page', { timestamp: '0000-01-01T00:00:00Z' }), EventReasons.invalidTimestamp],
     ['track without event', ok('track'), EventReasons.eventNameRequired],
     ['track with empty event', ok('track', { event: '' }), EventReasons.eventNameRequired],
     ['track with event 201 chars', ok('track', { event: 'e'.repeat(201) }), EventReasons.eventNameTooLong],

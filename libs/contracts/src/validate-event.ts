@@ -18,7 +18,8 @@ const absent = (v: unknown): boolean => v === undefined || v === null || v === '
 
 /** True when `value` is an ISO 8601 date-time that names a real instant. */
 export function isIsoTimestamp(value: unknown): value is string {
-  return typeof value === 'string' && ISO_8601.test(value) && !Number.isNaN(Date.parse(value));
+  // Year 0000 parses in JavaScript but names no instant PostgreSQL can store.
+  return typeof value === 'string' && ISO_8601.test(value) && !value.startsWith('0000') && !Number.isNaN(Date.parse(value));
 }
 
 /**

@@ -1,6 +1,7 @@
 import { busMigrations } from '@svc/bus';
 import { consentMigrations } from '@svc/consent-api';
+import { identityMigrations } from '@svc/identity-resolver';
 import { accountsMigrations, rateLimitMigrations, type MigrationSet } from '@svc/runtime';
 
 /** Every service's migrations, in the order they apply. */
-export const allMigrations: readonly MigrationSet[] = [accountsMigrations, rateLimitMigrations, busMigrations, consentMigrations];
+export const allMigrations: readonly MigrationSet[] = [accountsMigrations, rateLimitMigrations, busMigrations, identityMigrations, consentMigrations];

@@ -1,5 +1,6 @@
 import { createBus, prefixedTopics, type BusConfig } from '@svc/bus';
 import { mountConsentApi } from '@svc/consent-api';
+import { resolverMetrics, startResolver } from '@svc/identity-resolver';
 import { mountGateway } from '@svc/ingest-gateway';
 import {
   Lifecycle,
@@ -53,6 +54,14 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
     await bus.ensureTopics(Object.values(topics));
 
     const metrics = createMetrics();
+    const resolver = await startResolver({
+      db,
+      bus,
+      topics,
+      logger: logger.child({ component: 'identity-resolver' }),
+      metrics: resolverMetrics(metrics),
+    });
+    lifecycle.registerFirst('identity-resolver', () => resolver.stop(), { timeoutMs: 30_000 });
     let stopConsentPublisher = async () => {};
     const http = await serveHttp({
       config,

@@ -82,8 +82,14 @@ describe('standalone stack (npm start)', () => {
     const client = new pg.Client({ host: '127.0.0.1', port: creds.port, user: creds.user, password: creds.password, database: 'svc' });
     await client.connect();
     const { rows } = await client.query(`select key, value from bus.messages where topic = 'events.raw'`);
-    await client.end();
     expect(rows).toEqual([{ key: `${org.id}:anon-sa`, value: expect.objectContaining({ orgId: org.id, event: expect.objectContaining({ messageId: 'sa-1' }) }) }]);
+    // ...and the identity resolver in the same process turns it into a stored event on a profile.
+    let stored: Array<{ event_name: string }> = [];
+    for (const until = Date.now() + 15_000; stored.length === 0 && Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
+      stored = (await client.query(`select event_name from identity.events where org_id = $1 and message_id = 'sa-1'`, [org.id])).rows;
+    }
+    await client.end();
+    expect(stored).toEqual([{ event_name: '$pageview' }]);
     stack.kill('SIGTERM');
     expect(await stopped(stack)).toBe(0);
   });

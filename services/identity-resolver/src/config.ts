@@ -1,0 +1,34 @@
+import { busConfigSpec } from '@svc/bus';
+import { env, httpServiceConfigSpec } from '@svc/runtime';
+
+/** Settings only the resolver has. */
+export const resolverOwnConfigSpec = {
+  RESOLVER_GROUP_ID: env.string({ description: 'Consumer group of the identity resolver on the raw-events topic', default: 'identity-resolver' }),
+  RESOLVER_BATCH_SIZE: env.int({
+    description: 'Raw events per batch, and at most per database transaction, of the identity resolver',
+    default: 200,
+    min: 1,
+    max: 2000,
+  }),
+  OUTBOX_RELAY_INTERVAL_MS: env.int({
+    description: 'How often the identity resolver looks for outbox messages written by other processes (milliseconds)',
+    default: 500,
+    min: 10,
+    max: 60_000,
+  }),
+  PHONE_DEFAULT_COUNTRY_CODE: env.int({
+    description: 'Country calling code assumed for a phone trait written without one (91 = India)',
+    default: 91,
+    min: 1,
+    max: 999,
+  }),
+};
+
+/** Everything the resolver reads when it runs as its own process (HTTP only serves /healthz, /readyz, /metrics). */
+export const resolverConfigSpec = {
+  ...httpServiceConfigSpec,
+  DATABASE_URL: env.string({ description: 'PostgreSQL URL (identity projections; the log on the Postgres tier)', secret: true }),
+  RESOLVER_DB_POOL_MAX: env.int({ description: 'Database connections of the identity resolver', default: 10, min: 2, max: 200 }),
+  ...busConfigSpec,
+  ...resolverOwnConfigSpec,
+};

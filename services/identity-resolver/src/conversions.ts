@@ -1,0 +1,118 @@
+import { createHash } from 'node:crypto';
+import type { ConversionCandidate } from '@svc/contracts';
+import { normaliseEmail, normalisePhone } from './signals';
+
+/**
+ * The spec's conversion rules: which events qualify, and the value, currency
+ * and hashed contact details that go on conversions.candidates. Pure.
+ */
+
+/** Qualifying names when the organisation's connectors carry no custom set; each may also be sent with a `$`. */
+export const DEFAULT_CONVERSION_NAMES = ['purchase', 'sign_up', 'add_to_cart', 'initiate_checkout', 'lead', 'subscribe'] as const;
+
+const DEFAULTS: ReadonlySet<string> = new Set(DEFAULT_CONVERSION_NAMES.flatMap((n) => [n, `$${n}`]));
+
+/**
+ * Exact, case-sensitive name match. A custom set (from the organisation's
+ * connectors) replaces the defaults entirely and matches its names exactly as
+ * written (no implied `$` variants). `Purchase Completed` and `Purchase` do
+ * not match `purchase`.
+ */
+export function qualifiesAsConversion(eventName: string, customNames?: ReadonlySet<string> | null): boolean {
+  return (customNames && customNames.size > 0 ? customNames : DEFAULTS).has(eventName);
+}
+
+/** Largest value forwarded; anything above is treated as a unit or parsing mistake. */
+export const MAX_CONVERSION_VALUE = 1e12;
+export const DEFAULT_CURRENCY = 'INR';
+
+const DECIMAL = /^\d{1,13}(?:\.\d{1,6})?$/;
+
+/**
+ * properties.value as a number, or null when it is missing, non-numeric or out
+ * of range. Numbers must be finite and within 0..1e12 (a negative value is a
+ * refund, not a conversion). A string is accepted only as a plain decimal
+ * (`"12.5"`, as tag managers send it); `"12,5"`, `"$12"`, `"1e3"`, `"0x10"`,
+ * `""` are not numbers.
+ */
+export function conversionValue(raw: unknown): number | null {
+  let n: number;
+  if (typeof raw === 'number') n = raw;
+  else if (typeof raw === 'string' && DECIMAL.test(raw.trim())) n = Number(raw.trim());
+  else return null;
+  return Number.isFinite(n) && n >= 0 && n <= MAX_CONVERSION_VALUE ? n : null;
+}
+
+/**
+ * properties.currency as an upper-case ISO 4217 code (`usd` → `USD`); INR when
+ * absent. `valid` is false when a currency was sent but is not a three-letter
+ * code: the amount's unit is then unknown, so the value is dropped to null
+ * rather than forwarded in the wrong currency.
+ */
+export function conversionCurrency(raw: unknown): { currency: string; valid: boolean } {
+  if (raw === undefined || raw === null || raw === '') return { currency: DEFAULT_CURRENCY, valid: true };
+  if (typeof raw === 'string' && /^[A-Za-z]{3}$/.test(raw.trim())) return { currency: raw.trim().toUpperCase(), valid: true };
+  return { currency: DEFAULT_CURRENCY, valid: false };
+}
+
+/** properties.order_id as text (numbers too), or null. */
+export function orderIdOf(raw: unknown): string | null {
+  if (typeof raw === 'number' && Number.isFinite(raw)) return String(raw);
+  if (typeof raw === 'string' && raw.trim() && raw.length <= 200) return raw.trim();
+  return null;
+}
+
+export const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/** SHA-256 of the trimmed, lower-cased email; null when it is not an email. */
+export function hashEmail(raw: unknown): string | null {
+  const email = normaliseEmail(raw);
+  return email === null ? null : sha256Hex(email);
+}
+
+/** SHA-256 of the E.164 form (with `+`), as Google Ads expects; null when it is not a phone number. */
+export function hashPhone(raw: unknown, defaultCountryCode?: string): string | null {
+  const phone = normalisePhone(raw, defaultCountryCode);
+  return phone === null ? null : sha256Hex(phone);
+}
+
+export interface CandidateInput {
+  orgId: string;
+  profileId: string;
+  eventId: string;
+  messageId: string;
+  eventName: string;
+  eventTimestamp: string;
+  properties: Record<string, unknown>;
+  context: Record<string, unknown>;
+  /** Normalised contact details: the event's own, else the profile's. Hashed here. */
+  email: string | null;
+  phone: string | null;
+  clientIp: string | null;
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
+const rec = (v: unknown): Record<string, unknown> | undefined =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+
+/** The conversions.candidates payload. Clear-text email or phone never leaves this function. */
+export function conversionCandidate(input: CandidateInput): ConversionCandidate {
+  const { currency, valid } = conversionCurrency(input.properties.currency);
+  return {
+    v: 1,
+    orgId: input.orgId,
+    profileId: input.profileId,
+    eventId: input.eventId,
+    messageId: input.messageId,
+    eventName: input.eventName,
+    eventTimestamp: input.eventTimestamp,
+    value: valid ? conversionValue(input.properties.value) : null,
+    currency,
+    orderId: orderIdOf(input.properties.order_id),
+    hashedEmail: input.email === null ? null : sha256Hex(input.email),
+    hashedPhone: input.phone === null ? null : sha256Hex(input.phone),
+    clientIp: str(input.context.ip_address) ?? input.clientIp,
+    userAgent: str(input.context.user_agent) ?? str(input.context.userAgent),
+    pageUrl: str(rec(input.context.page)?.url),
+  };
+}

@@ -1,0 +1,16 @@
+export * from './config';
+export * from './context';
+export * from './conversions';
+export { eventIdFor, profileIdsFor, signalLockKey, type ProfileIds } from './ids';
+export * from './merge';
+export * from './metrics';
+export * from './migrations';
+export * from './outbox';
+export * from './prepare';
+export * from './process-batch';
+export * from './profiles';
+export * from './resolve';
+export * from './resolver';
+export * from './retry';
+export * from './signals';
+export * from './start';

@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+import { createBus, prefixedTopics } from '@svc/bus';
+import {
+  Lifecycle,
+  createDb,
+  createLogger,
+  createMetrics,
+  loadConfigOrExit,
+  readinessFromChecks,
+  serveHttp,
+} from '@svc/runtime';
+import { resolverConfigSpec } from './config';
+import { resolverMetrics } from './metrics';
+import { startResolver } from './start';
+
+/**
+ * Composition root of the identity resolver as its own deployment. Migrations
+ * are applied by `svcctl migrate` (a deploy step), not by each replica. HTTP
+ * serves only the operational routes (/healthz, /readyz, /metrics).
+ */
+async function main(): Promise<void> {
+  const config = loadConfigOrExit(resolverConfigSpec, process.env);
+  const logger = createLogger({ name: 'identity-resolver', level: config.LOG_LEVEL });
+  const lifecycle = new Lifecycle({ logger });
+  try {
+    const db = createDb({ url: config.DATABASE_URL, poolMax: config.RESOLVER_DB_POOL_MAX, applicationName: 'identity-resolver' });
+    lifecycle.registerFirst('db-pool', () => db.destroy());
+    const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger });
+    lifecycle.registerFirst('bus', () => bus.close());
+    const metrics = createMetrics({ defaultLabels: { service: 'identity-resolver' } });
+    const resolver = await startResolver({
+      db,
+      bus,
+      topics: prefixedTopics(config.TOPIC_PREFIX),
+      logger,
+      metrics: resolverMetrics(metrics),
+      groupId: config.RESOLVER_GROUP_ID,
+      maxBatchSize: config.RESOLVER_BATCH_SIZE,
+      relay: { intervalMs: config.OUTBOX_RELAY_INTERVAL_MS },
+      batch: { defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE) },
+    });
+    lifecycle.registerFirst('resolver', () => resolver.stop(), { timeoutMs: 30_000 });
+    const http = await serveHttp({
+      config,
+      logger,
+      metrics,
+      readiness: readinessFromChecks({ database: () => db.raw('select 1') }, { logger }),
+      mount: () => {},
+    });
+    lifecycle.registerFirst('http', () => http.close());
+    lifecycle.installSignalHandlers(process);
+    logger.info({ url: http.url }, 'identity resolver ready');
+  } catch (err) {
+    await lifecycle.shutdown('start-up failed');
+    throw err;
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`identity resolver failed to start: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,159 @@
+import { NotFoundError, ValidationError, type Db } from '@svc/runtime';
+import { profileChange, writeOutbox } from './outbox';
+import { resolveProfileId } from './profiles';
+import type { MergeReason } from './resolve';
+import { ConcurrentWriteError, inTransactionWithRetry } from './retry';
+
+/**
+ * The one merge routine, used by the resolver (identify, trait and alias
+ * merges) and by the Profiles API's admin merge.
+ */
+
+export interface MergeInput {
+  orgId: string;
+  sourceId: string;
+  targetId: string;
+  reason: MergeReason;
+  /** Who merged: `identity-resolver`, or the admin key / operator. */
+  actor: string;
+  /** The event that caused it, for resolver merges. */
+  messageId?: string | null;
+  /** Free text an admin gave. */
+  note?: string | null;
+}
+
+interface LockedProfile {
+  id: string;
+  merged_into: string | null;
+}
+
+/** Row-locks live profiles of an organisation in id order; returns what it found. */
+export async function lockProfiles(trx: Db, orgId: string, ids: readonly string[]): Promise<LockedProfile[]> {
+  const { rows } = (await trx.raw(
+    'select id, merged_into from identity.profiles where org_id = ? and id = any(?::uuid[]) order by id for update',
+    [orgId, [...new Set(ids)]],
+  )) as { rows: LockedProfile[] };
+  return rows;
+}
+
+const earlier = (a: string, b: string) =>
+  `case when ${b} is null then ${a} when ${a} is null then ${b}
+        when (${b} ->> 'at')::timestamptz < (${a} ->> 'at')::timestamptz then ${b} else ${a} end`;
+const later = (a: string, b: string) =>
+  `case when ${b} is null then ${a} when ${a} is null then ${b}
+        when (${b} ->> 'at')::timestamptz > (${a} ->> 'at')::timestamptz then ${b} else ${a} end`;
+
+/**
+ * Merges `sourceId` into `targetId`, inside the caller's transaction. Locks
+ * both profile rows (in id order); moves identity signals, events, click IDs,
+ * fingerprints and sessions to the target; keeps the earlier first touch and
+ * first_seen_at and the later last touch and last_seen_at; adds the counters;
+ * the target keeps its traits and userId (the source's fill gaps). The source
+ * keeps its row, marked merged_into the target (and so does every profile
+ * that had been merged into the source), so its id and canonical_id keep
+ * resolving to the survivor. Records the merge and queues `merged` on
+ * profiles.changes for the source; the caller reports the target's change.
+ *
+ * Both must be live profiles of the organisation: NotFoundError otherwise,
+ * and ConcurrentWriteError (retry the transaction) when one has been merged
+ * away meanwhile.
+ */
+export async function mergeProfiles(trx: Db, input: MergeInput): Promise<void> {
+  const { orgId, sourceId: s, targetId: t } = input;
+  if (s === t) throw new ValidationError('cannot merge a profile into itself');
+  const locked = await lockProfiles(trx, orgId, [s, t]);
+  if (locked.length !== 2) throw new NotFoundError('One or both profiles not found');
+  if (locked.some((p) => p.merged_into !== null)) throw new ConcurrentWriteError('a profile to merge was merged away meanwhile');
+
+  const move = (table: string) =>
+    trx.raw(`update identity.${table} set profile_id = ? where org_id = ? and profile_id = ?`, [t, orgId, s]);
+  await move('identity_signals');
+  await move('events');
+  await move('click_ids');
+  const sessions = (await trx.raw(
+    `with moved as (delete from identity.profile_sessions where org_id = ? and profile_id = ? returning session_id)
+     insert into identity.profile_sessions (org_id, profile_id, session_id)
+     select ?, ?, session_id from moved on conflict do nothing`,
+    [orgId, s, orgId, t],
+  )) as { rowCount: number | null };
+  const fingerprints = (await trx.raw(
+    `with moved as (delete from identity.fingerprints where org_id = ? and profile_id = ? returning *)
+     insert into identity.fingerprints as f (org_id, profile_id, fingerprint_hash, first_seen_at, last_seen_at, occurrence_count)
+     select org_id, ?, fingerprint_hash, first_seen_at, last_seen_at, occurrence_count from moved
+     on conflict (org_id, profile_id, fingerprint_hash) do update set
+       first_seen_at = least(f.first_seen_at, excluded.first_seen_at),
+       last_seen_at = greatest(f.last_seen_at, excluded.last_seen_at),
+       occurrence_count = f.occurrence_count + excluded.occurrence_count`,
+    [orgId, s, t],
+  )) as { rowCount: number | null };
+  if ((fingerprints.rowCount ?? 0) > 0) await updateStability(trx, orgId, [t]);
+
+  await trx.raw(
+    `update identity.profiles t set
+       event_count = t.event_count + s.event_count,
+       session_count = t.session_count + ?,
+       first_seen_at = least(t.first_seen_at, s.first_seen_at),
+       last_seen_at = greatest(t.last_seen_at, s.last_seen_at),
+       first_touch = ${earlier('t.first_touch', 's.first_touch')},
+       last_touch = ${later('t.last_touch', 's.last_touch')},
+       traits = s.traits || t.traits,
+       user_id = coalesce(t.user_id, s.user_id),
+       engagement_score = t.engagement_score + s.engagement_score,
+       created_at = least(t.created_at, s.created_at),
+       updated_at = now()
+     from identity.profiles s
+     where t.id = ? and s.id = ?`,
+    [sessions.rowCount ?? 0, t, s],
+  );
+  await trx.raw(
+    'update identity.profiles set merged_into = ?, updated_at = now() where org_id = ? and (id = ? or merged_into = ?)',
+    [t, orgId, s, s],
+  );
+  await trx.raw(
+    `insert into identity.merges (org_id, source_profile_id, target_profile_id, reason, actor, message_id, note)
+     values (?, ?, ?, ?, ?, ?, ?)`,
+    [orgId, s, t, input.reason, input.actor, input.messageId ?? null, input.note ?? null],
+  );
+  await writeOutbox(trx, [profileChange(orgId, s, 'merged', t)]);
+}
+
+/** stability_score = the share of the profile's fingerprinted events that carried the hash. */
+export async function updateStability(trx: Db, orgId: string, profileIds: readonly string[]): Promise<void> {
+  await trx.raw(
+    `update identity.fingerprints f set stability_score = f.occurrence_count::real / t.total
+     from (select profile_id, sum(occurrence_count) as total from identity.fingerprints
+           where org_id = ? and profile_id = any(?::uuid[]) group by profile_id) t
+     where f.org_id = ? and f.profile_id = t.profile_id`,
+    [orgId, [...profileIds], orgId],
+  );
+}
+
+export interface AdminMergeInput {
+  orgId: string;
+  /** Profile UUID or canonical_id. */
+  source: string;
+  target: string;
+  actor: string;
+  note?: string | null;
+}
+
+/**
+ * The admin merge (POST /v1-profiles/merge): resolves both ids (a merged-away
+ * id stands for its survivor), refuses a profile into itself
+ * (ValidationError) and unknown or other-organisation ids (NotFoundError
+ * `One or both profiles not found`), merges in its own transaction (retried
+ * on conflicts) and queues `updated` for the target. The resolver's outbox
+ * relay publishes the changes.
+ */
+export async function adminMergeProfiles(db: Db, input: AdminMergeInput): Promise<{ sourceId: string; targetId: string }> {
+  if (input.source === input.target) throw new ValidationError('source and target are the same profile');
+  return inTransactionWithRetry(db, async (trx) => {
+    const sourceId = await resolveProfileId(trx, input.orgId, input.source);
+    const targetId = await resolveProfileId(trx, input.orgId, input.target);
+    if (!sourceId || !targetId) throw new NotFoundError('One or both profiles not found');
+    if (sourceId === targetId) throw new ValidationError('source and target are the same profile');
+    await mergeProfiles(trx, { orgId: input.orgId, sourceId, targetId, reason: 'admin', actor: input.actor, note: input.note ?? null });
+    await writeOutbox(trx, [profileChange(input.orgId, targetId, 'updated')]);
+    return { sourceId, targetId };
+  });
+}

@@ -1,0 +1,163 @@
+import type { MigrationSet } from '@svc/runtime';
+
+/**
+ * The `identity` schema: the projections the resolver keeps from the raw
+ * topic and the Profiles API reads. Only the resolver (and the one merge
+ * routine it exports) writes here. Profile rows are never deleted: a profile
+ * merged into another keeps its row with merged_into set, so its id and
+ * canonical_id keep resolving to the survivor.
+ */
+export const identityMigrations: MigrationSet = {
+  schema: 'identity',
+  migrations: [
+    {
+      name: '0001_profiles_signals_events',
+      async up(db) {
+        await db.raw(`
+          create table identity.profiles (
+            id uuid primary key,
+            org_id uuid not null,
+            -- Stable, opaque and unique within the organisation: prf_ + 26 base-32
+            -- characters of a hash of the signal that made the profile. Never changes.
+            canonical_id text not null,
+            -- Set when this profile was merged away: the survivor, always a live
+            -- profile (merges re-point whatever pointed here).
+            merged_into uuid references identity.profiles (id),
+            -- The known userId (the first one the profile was identified with).
+            user_id text,
+            identified boolean generated always as (user_id is not null) stored,
+            traits jsonb not null default '{}',
+            -- Event time of the earliest and latest event.
+            first_seen_at timestamptz not null,
+            last_seen_at timestamptz not null,
+            event_count bigint not null default 0,
+            -- Distinct context.session.id values (see profile_sessions).
+            session_count integer not null default 0,
+            engagement_score double precision not null default 0,
+            -- { source, medium, campaign, at } of the earliest and latest campaign touch, by event time.
+            first_touch jsonb,
+            last_touch jsonb,
+            created_at timestamptz not null default now(),
+            updated_at timestamptz not null default now(),
+            constraint profiles_org_canonical_key unique (org_id, canonical_id),
+            constraint profiles_not_merged_into_itself check (merged_into is distinct from id)
+          );
+          create index profiles_merged_into_idx on identity.profiles (org_id, merged_into) where merged_into is not null;
+
+          -- Who a signal belongs to. One owner per (org, type, value): the unit the
+          -- resolver serialises on (advisory locks keyed by it).
+          create table identity.identity_signals (
+            org_id uuid not null,
+            signal_type text not null check (signal_type in ('user_id', 'email', 'phone', 'anonymous_id')),
+            -- Normalised: email trimmed and lower-cased, phone E.164.
+            signal_value text not null,
+            profile_id uuid not null references identity.profiles (id),
+            confidence real not null,
+            first_seen_at timestamptz not null,
+            last_seen_at timestamptz not null,
+            -- Events of the owning profile that carried this signal.
+            occurrence_count bigint not null default 1,
+            primary key (org_id, signal_type, signal_value)
+          );
+          create index identity_signals_profile_idx on identity.identity_signals (org_id, profile_id);
+
+          create table identity.events (
+            -- Derived from (org_id, message_id), so a replay gives the same ids.
+            id uuid primary key,
+            org_id uuid not null,
+            message_id text not null,
+            profile_id uuid not null references identity.profiles (id),
+            -- track: the event as sent; else $pageview, $screen, $identify, $alias, $group.
+            event_name text not null,
+            event_timestamp timestamptz not null,
+            received_at timestamptz not null,
+            properties jsonb not null default '{}',
+            -- As sent, with the server's ip_address; a fingerprint only when consent granted it.
+            context jsonb not null default '{}',
+            traits jsonb,
+            anonymous_id text not null,
+            user_id text,
+            -- user_id | email | phone | anonymous_id: the signal that found the profile;
+            -- new_profile: none did and the event made one.
+            resolution_method text not null
+              check (resolution_method in ('user_id', 'email', 'phone', 'anonymous_id', 'new_profile')),
+            constraint events_org_message_key unique (org_id, message_id)
+          );
+          -- One profile's events newest first, keyset-paged on (event_timestamp, id).
+          create index events_profile_time_idx on identity.events (org_id, profile_id, event_timestamp desc, id desc);
+
+          -- One row per (profile, session id), so session_count moves only on a new session.
+          create table identity.profile_sessions (
+            org_id uuid not null,
+            profile_id uuid not null references identity.profiles (id),
+            session_id text not null,
+            primary key (org_id, profile_id, session_id)
+          );
+
+          -- The first profile a click ID was seen on owns it.
+          create table identity.click_ids (
+            org_id uuid not null,
+            click_type text not null,
+            click_id text not null,
+            profile_id uuid not null references identity.profiles (id),
+            campaign_source text,
+            campaign_medium text,
+            first_seen_at timestamptz not null,
+            last_seen_at timestamptz not null,
+            -- True once the click can no longer earn a conversion (its platform's
+            -- attribution window has passed, or the platform refused it); set by the
+            -- conversion forwarder, never by the resolver. See the package README.
+            is_exhausted boolean not null default false,
+            exhausted_at timestamptz,
+            primary key (org_id, click_type, click_id)
+          );
+          create index click_ids_profile_idx on identity.click_ids (org_id, profile_id);
+
+          create table identity.fingerprints (
+            org_id uuid not null,
+            profile_id uuid not null references identity.profiles (id),
+            fingerprint_hash text not null,
+            -- Share of the profile's fingerprinted events that carried this hash (0..1].
+            stability_score real not null default 1,
+            first_seen_at timestamptz not null,
+            last_seen_at timestamptz not null,
+            occurrence_count bigint not null default 1,
+            primary key (org_id, profile_id, fingerprint_hash)
+          );
+
+          -- Audit of every merge, by the resolver or an admin.
+          create table identity.merges (
+            id bigint generated always as identity primary key,
+            org_id uuid not null,
+            source_profile_id uuid not null references identity.profiles (id),
+            target_profile_id uuid not null references identity.profiles (id),
+            -- identify | trait | alias | admin
+            reason text not null,
+            -- Who: identity-resolver, or the admin API key / operator.
+            actor text not null,
+            -- The event that caused it (resolver merges).
+            message_id text,
+            -- Free text an admin gave.
+            note text,
+            merged_at timestamptz not null default now()
+          );
+          create index merges_org_idx on identity.merges (org_id, merged_at);
+
+          -- Transactional outbox: messages written in the transaction whose effects
+          -- they describe; the relay produces them in id order and deletes them.
+          -- events.resolved rows carry only event_id: the relay reads the event row.
+          create table identity.outbox (
+            id bigint generated always as identity primary key,
+            topic text not null check (topic in ('eventsResolved', 'profilesChanges', 'conversionsCandidates')),
+            message_key text,
+            payload jsonb,
+            event_id uuid,
+            created_at timestamptz not null default now(),
+            check ((payload is null) = (topic = 'eventsResolved')),
+            check ((event_id is not null) = (topic = 'eventsResolved'))
+          );
+        `);
+      },
+    },
+  ],
+};

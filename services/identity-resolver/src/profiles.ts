@@ -1,0 +1,47 @@
+import type { Db } from '@svc/runtime';
+import { UUID_PATTERN } from './ids';
+
+/**
+ * Reading profiles the way every caller must: through merged_into. For the
+ * Profiles API as much as for the resolver.
+ */
+
+/**
+ * The live profile that `idOrCanonical` (a profile UUID or a canonical_id,
+ * of this organisation) stands for, following merged_into to the survivor;
+ * undefined when there is no such profile in the organisation.
+ */
+export async function resolveProfileId(db: Db, orgId: string, idOrCanonical: string): Promise<string | undefined> {
+  if (!UUID_PATTERN.test(orgId)) return undefined;
+  const column = UUID_PATTERN.test(idOrCanonical) ? 'id' : 'canonical_id';
+  let row = (await db('identity.profiles').where({ org_id: orgId, [column]: idOrCanonical }).first('id', 'merged_into')) as
+    | { id: string; merged_into: string | null }
+    | undefined;
+  // merged_into always names a live profile (merges re-point whatever pointed at their source); the loop is a safety net.
+  for (let hops = 0; row?.merged_into && hops < 16; hops++) {
+    row = (await db('identity.profiles').where({ org_id: orgId, id: row.merged_into }).first('id', 'merged_into')) as
+      | { id: string; merged_into: string | null }
+      | undefined;
+  }
+  return row && !row.merged_into ? row.id : undefined;
+}
+
+export interface ProfileStats {
+  total_sessions: number;
+  events_last_30_days: number;
+}
+
+/** The detail route's stats of a live profile (events_last_30_days by event time, up to `now`). */
+export async function profileStats(db: Db, orgId: string, profileId: string, now = new Date()): Promise<ProfileStats | undefined> {
+  const { rows } = (await db.raw(
+    `select p.session_count as total_sessions,
+            (select count(*) from identity.events e
+              where e.org_id = p.org_id and e.profile_id = p.id
+                and e.event_timestamp > ?::timestamptz - interval '30 days' and e.event_timestamp <= ?::timestamptz
+            ) as events_last_30_days
+     from identity.profiles p where p.org_id = ? and p.id = ?`,
+    [now.toISOString(), now.toISOString(), orgId, profileId],
+  )) as { rows: ProfileStats[] };
+  const row = rows[0];
+  return row && { total_sessions: Number(row.total_sessions), events_last_30_days: Number(row.events_last_30_days) };
+}

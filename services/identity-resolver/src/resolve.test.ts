@@ -1,0 +1,149 @@
+import { describe, expect, it } from '@jest/globals';
+import { profileIdsFor } from './ids';
+import { IdentityGraph, type ProfileNode } from './resolve';
+import { signalKey, type EventIdentity, type SignalType } from './signals';
+
+const ORG = '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f';
+
+interface Stored {
+  /** name → userId (null: anonymous) */
+  profiles: Record<string, string | null>;
+  /** [type, value, profile name] */
+  signals: Array<[SignalType, string, string]>;
+}
+
+/** A graph as the loader would build it from stored rows; profiles are named for readability. */
+function graphOf(stored: Stored) {
+  const idOf = (name: string) => `00000000-0000-8000-8000-${name.padStart(12, '0')}`;
+  const profiles = new Map<string, ProfileNode>();
+  for (const [name, userId] of Object.entries(stored.profiles)) {
+    profiles.set(idOf(name), { id: idOf(name), canonicalId: `prf_${name}`, userId, isNew: false, mergedInto: null });
+  }
+  const signals = new Map(stored.signals.map(([t, v, name]) => [signalKey(t, v), idOf(name)]));
+  const g = new IdentityGraph(ORG, signals, profiles);
+  const nameOf = (id: string) => Object.keys(stored.profiles).find((n) => idOf(n) === id) ?? (g.created.some((c) => c.id === id) ? `new:${g.profile(id).userId ?? 'anon'}` : id);
+  return { g, idOf, nameOf };
+}
+
+const id = (anonymousId: string, more: Partial<EventIdentity> = {}): EventIdentity => ({
+  anonymousId,
+  userId: null,
+  email: null,
+  phone: null,
+  previousId: null,
+  ...more,
+});
+
+describe('identity resolution rules', () => {
+  it.each<[string, Stored, EventIdentity, { to: string; method: string; merges?: Array<[string, string, string]> }]>([
+    ['unknown anonymous visitor: a new profile', { profiles: {}, signals: [] }, id('a1'), { to: 'new:anon', method: 'new_profile' }],
+    ['known device', { profiles: { A: null }, signals: [['anonymous_id', 'a1', 'A']] }, id('a1'), { to: 'A', method: 'anonymous_id' }],
+    [
+      'anonymous profile identifies as a new user: it becomes that user',
+      { profiles: { A: null }, signals: [['anonymous_id', 'a1', 'A']] },
+      id('a1', { userId: 'u1' }),
+      { to: 'A', method: 'anonymous_id' },
+    ],
+    [
+      'anonymous profile identifies as a known user: joins the user',
+      { profiles: { A: null, U: 'u1' }, signals: [['anonymous_id', 'a1', 'A'], ['user_id', 'u1', 'U']] },
+      id('a1', { userId: 'u1' }),
+      { to: 'U', method: 'user_id', merges: [['A', 'U', 'identify']] },
+    ],
+    [
+      'shared device, new second user: a profile of their own, the first user untouched',
+      { profiles: { A: 'alice' }, signals: [['anonymous_id', 'a1', 'A'], ['user_id', 'alice', 'A']] },
+      id('a1', { userId: 'bob' }),
+      { to: 'new:bob', method: 'new_profile' },
+    ],
+    [
+      'shared device, known second user: their profile, no merge',
+      { profiles: { A: 'alice', B: 'bob' }, signals: [['anonymous_id', 'a1', 'A'], ['user_id', 'alice', 'A'], ['user_id', 'bob', 'B']] },
+      id('a1', { userId: 'bob' }),
+      { to: 'B', method: 'user_id' },
+    ],
+    [
+      'email trait stitches an anonymous device into the identified profile',
+      { profiles: { A: null, U: 'u1' }, signals: [['anonymous_id', 'a2', 'A'], ['email', 'x@y.io', 'U']] },
+      id('a2', { email: 'x@y.io' }),
+      { to: 'U', method: 'email', merges: [['A', 'U', 'trait']] },
+    ],
+    [
+      'an identified device with an anonymous email profile: the anonymous one joins the identified',
+      { profiles: { A: 'u1', E: null }, signals: [['anonymous_id', 'a1', 'A'], ['email', 'x@y.io', 'E']] },
+      id('a1', { email: 'x@y.io' }),
+      { to: 'A', method: 'anonymous_id', merges: [['E', 'A', 'trait']] },
+    ],
+    [
+      'a trait never merges two identified users',
+      { profiles: { A: 'alice', W: 'walt' }, signals: [['anonymous_id', 'a1', 'A'], ['email', 'w@y.io', 'W']] },
+      id('a1', { email: 'w@y.io' }),
+      { to: 'W', method: 'email' },
+    ],
+    [
+      "identify with another user's email: the user's profile, the email's owner untouched",
+      { profiles: { U: 'u1', W: 'walt' }, signals: [['user_id', 'u1', 'U'], ['email', 'w@y.io', 'W']] },
+      id('a9', { userId: 'u1', email: 'w@y.io' }),
+      { to: 'U', method: 'user_id' },
+    ],
+    [
+      'alias with a distinct previousId merges the previous identity into the userId profile',
+      { profiles: { O: 'old', N: 'new' }, signals: [['user_id', 'old', 'O'], ['user_id', 'new', 'N'], ['anonymous_id', 'a1', 'N']] },
+      id('a1', { userId: 'new', previousId: 'old' }),
+      { to: 'N', method: 'user_id', merges: [['O', 'N', 'alias']] },
+    ],
+    [
+      'alias whose previousId is an anonymous id of another profile',
+      { profiles: { P: null, N: 'new' }, signals: [['anonymous_id', 'prev-anon', 'P'], ['user_id', 'new', 'N']] },
+      id('a1', { userId: 'new', previousId: 'prev-anon' }),
+      { to: 'N', method: 'user_id', merges: [['P', 'N', 'alias']] },
+    ],
+  ])('%s', (_name, stored, identity, expected) => {
+    const { g, nameOf } = graphOf(stored);
+    const r = g.resolveEvent(identity, 'm-1');
+    expect({ to: nameOf(g.find(r.profileId)), method: r.method }).toEqual({ to: expected.to, method: expected.method });
+    expect(g.merges.map((m) => [nameOf(m.sourceId), nameOf(m.targetId), m.reason])).toEqual(expected.merges ?? []);
+  });
+
+  it('shared device: the device signal stays with its first user', () => {
+    const { g, idOf } = graphOf({ profiles: { A: 'alice' }, signals: [['anonymous_id', 'a1', 'A'], ['user_id', 'alice', 'A']] });
+    g.resolveEvent(id('a1', { userId: 'bob' }), 'm');
+    expect(g.owner('anonymous_id', 'a1')).toBe(idOf('A'));
+    expect(g.owner('user_id', 'bob')).not.toBe(idOf('A'));
+  });
+
+  it('an unknown previousId becomes a user_id signal of the userId profile', () => {
+    const { g, idOf } = graphOf({ profiles: { N: 'new' }, signals: [['user_id', 'new', 'N']] });
+    g.resolveEvent(id('a1', { userId: 'new', previousId: 'legacy-42' }), 'm');
+    expect(g.owner('user_id', 'legacy-42')).toBe(idOf('N'));
+    expect(g.merges).toEqual([]);
+  });
+
+  it('within one batch: a new visitor, then their identify, is one profile', () => {
+    const { g } = graphOf({ profiles: {}, signals: [] });
+    const first = g.resolveEvent(id('a1'), 'm1');
+    const second = g.resolveEvent(id('a1', { userId: 'u1' }), 'm2');
+    expect(g.find(second.profileId)).toBe(g.find(first.profileId));
+    expect(second.method).toBe('anonymous_id');
+    expect(g.profile(first.profileId).userId).toBe('u1');
+    expect(g.created).toHaveLength(1);
+  });
+
+  it('within one batch: two new devices identifying as one new user end as one profile', () => {
+    const { g } = graphOf({ profiles: {}, signals: [] });
+    const d1 = g.resolveEvent(id('d1'), 'm1');
+    const d2 = g.resolveEvent(id('d2'), 'm2');
+    g.resolveEvent(id('d1', { userId: 'u' }), 'm3');
+    g.resolveEvent(id('d2', { userId: 'u' }), 'm4');
+    expect(g.find(d1.profileId)).toBe(g.find(d2.profileId));
+    expect(g.merges.map((m) => m.reason)).toEqual(['identify']);
+    expect(g.owner('anonymous_id', 'd2')).toBe(g.find(d1.profileId));
+  });
+
+  it('new profiles get deterministic ids from their seed signal', () => {
+    const { g } = graphOf({ profiles: {}, signals: [] });
+    const r = g.resolveEvent(id('a1', { userId: 'u1' }), 'm');
+    expect(r.profileId).toBe(profileIdsFor(ORG, 'user_id', 'u1').id);
+    expect(g.profile(r.profileId).canonicalId).toMatch(/^prf_[0-9a-hjkmnp-tv-z]{26}$/);
+  });
+});

@@ -1,0 +1,215 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { busMigrations, createPostgresLogBus, prefixedTopics, type IncomingMessage, type PostgresLogBus } from '@svc/bus';
+import type { InboundEvent, RawEventEnvelope, TopicSpec } from '@svc/contracts';
+import { AccountsStore, accountsMigrations, createDb, createLogger, createMetrics, type Db, type Logger } from '@svc/runtime';
+import { createTestDatabase, type TestDatabase } from '@svc/testkit';
+import { resolverMetrics, type ResolverMetrics } from '../metrics';
+import { identityMigrations } from '../migrations';
+import { startResolver, type RunningResolver, type StartResolverOptions } from '../start';
+
+/**
+ * Integration-test scaffolding: a database of its own with the accounts, bus
+ * and identity schemas, the real Postgres-backed log under a unique topic
+ * prefix, real resolvers, and bounded waits on conditions.
+ */
+export class Harness {
+  readonly topics = prefixedTopics(`ir${randomBytes(3).toString('hex')}.`);
+  readonly logger: Logger = createLogger({ name: 'identity-resolver-test', level: (process.env.TEST_LOG_LEVEL as 'silent') ?? 'silent' });
+  t!: TestDatabase;
+  /** The bus tests produce with and listen on. */
+  bus!: PostgresLogBus;
+  accounts!: AccountsStore;
+  private readonly buses: PostgresLogBus[] = [];
+  private readonly resolvers: RunningResolver[] = [];
+  private readonly collected = new Map<string, Array<IncomingMessage<Record<string, unknown>>>>();
+  private readonly extraDbs: Db[] = [];
+
+  get db(): Db {
+    return this.t.db;
+  }
+
+  async setUp(): Promise<void> {
+    this.t = await createTestDatabase([accountsMigrations, busMigrations, identityMigrations]);
+    this.accounts = new AccountsStore(this.t.db);
+    this.bus = this.newBus();
+    await this.bus.ensureTopics(Object.values(this.topics));
+  }
+
+  async tearDown(): Promise<void> {
+    for (const r of this.resolvers.splice(0)) await r.stop().catch(() => undefined);
+    for (const b of this.buses.splice(0)) await b.close().catch(() => undefined);
+    for (const d of this.extraDbs.splice(0)) await d.destroy().catch(() => undefined);
+    await this.t?.drop();
+  }
+
+  newBus(db: Db = this.t.db): PostgresLogBus {
+    const bus = createPostgresLogBus({ db, url: this.t.url, pollFallbackMs: 200, heartbeatMs: 200, sessionTimeoutMs: 2_000 });
+    this.buses.push(bus);
+    return bus;
+  }
+
+  /** A knex pool of its own (so a test can kill one resolver's connections). */
+  newDb(applicationName: string): Db {
+    const db = createDb({ url: this.t.url, poolMax: 6, applicationName });
+    this.extraDbs.push(db);
+    return db;
+  }
+
+  async startResolver(options: Partial<StartResolverOptions> & { bus?: PostgresLogBus } = {}): Promise<RunningResolver & { metrics: ResolverMetrics }> {
+    const metrics = resolverMetrics(createMetrics({ collectDefaultMetrics: false }));
+    const running = await startResolver({
+      db: this.t.db,
+      bus: this.bus,
+      topics: this.topics,
+      logger: this.logger,
+      metrics,
+      relay: { intervalMs: 100 },
+      ...options,
+    });
+    this.resolvers.push(running);
+    return { ...running, metrics };
+  }
+
+  async org(name = 'Test org'): Promise<string> {
+    return (await this.accounts.createOrganization({ name })).id;
+  }
+
+  envelope(orgId: string, event: Partial<InboundEvent> & Pick<InboundEvent, 'type'>, receivedAt = new Date()): RawEventEnvelope {
+    return {
+      v: 1,
+      orgId,
+      receivedAt: receivedAt.toISOString(),
+      requestId: 'req-test',
+      clientIp: '203.0.113.7',
+      event: {
+        messageId: randomUUID(),
+        anonymousId: `anon-${randomBytes(4).toString('hex')}`,
+        timestamp: new Date().toISOString(),
+        ...event,
+        context: { ip_address: '203.0.113.7', ...event.context },
+      } as InboundEvent,
+    };
+  }
+
+  /** Produces to the raw topic keyed as the gateway does (org:anonymousId); returns the message ids. */
+  async produce(envelopes: readonly RawEventEnvelope[]): Promise<string[]> {
+    const results = await this.bus.produce(
+      this.topics.eventsRaw,
+      envelopes.map((e) => ({ key: `${e.orgId}:${e.event.anonymousId}`, value: e })),
+    );
+    if (!results.every((r) => r.ok)) throw new Error('produce failed');
+    return envelopes.map((e) => e.event.messageId);
+  }
+
+  /** Produces and waits until every event is stored. */
+  async ingest(envelopes: readonly RawEventEnvelope[], ms?: number): Promise<string[]> {
+    const ids = await this.produce(envelopes);
+    const orgId = envelopes[0]?.orgId;
+    if (orgId) await this.waitForStored(orgId, ids, ms);
+    return ids;
+  }
+
+  async waitForStored(orgId: string, messageIds: readonly string[], ms = 20_000): Promise<void> {
+    await this.waitFor(`${messageIds.length} events stored`, async () => {
+      const { rows } = (await this.db.raw(
+        'select count(*) as n from identity.events where org_id = ? and message_id = any(?::text[])',
+        [orgId, [...messageIds]],
+      )) as { rows: Array<{ n: number }> };
+      return rows[0]?.n === new Set(messageIds).size;
+    }, ms);
+  }
+
+  async waitFor(what: string, cond: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
+    const until = Date.now() + ms;
+    for (;;) {
+      if (await cond()) return;
+      if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Starts collecting a topic (its own consumer group) from the beginning. */
+  async collect(topic: TopicSpec): Promise<Array<IncomingMessage<Record<string, unknown>>>> {
+    const existing = this.collected.get(topic.name);
+    if (existing) return existing;
+    const out: Array<IncomingMessage<Record<string, unknown>>> = [];
+    this.collected.set(topic.name, out);
+    await this.bus.subscribe<Record<string, unknown>>({
+      groupId: `collector-${randomBytes(3).toString('hex')}`,
+      topics: [topic],
+      handler: async (batch) => void out.push(...batch.messages),
+    });
+    return out;
+  }
+
+  // ---- reading the projections ----
+
+  async profileBySignal(orgId: string, type: string, value: string): Promise<ProfileRow | undefined> {
+    const { rows } = (await this.db.raw(
+      `select p.* from identity.identity_signals s join identity.profiles p on p.id = s.profile_id
+       where s.org_id = ? and s.signal_type = ? and s.signal_value = ?`,
+      [orgId, type, value],
+    )) as { rows: ProfileRow[] };
+    return rows[0];
+  }
+
+  async liveProfiles(orgId: string): Promise<ProfileRow[]> {
+    const { rows } = (await this.db.raw('select * from identity.profiles where org_id = ? and merged_into is null order by created_at', [orgId])) as { rows: ProfileRow[] };
+    return rows;
+  }
+
+  async events(orgId: string): Promise<EventRow[]> {
+    const { rows } = (await this.db.raw('select * from identity.events where org_id = ? order by event_timestamp, message_id', [orgId])) as { rows: EventRow[] };
+    return rows;
+  }
+
+  async event(orgId: string, messageId: string): Promise<EventRow> {
+    const row = (await this.db('identity.events').where({ org_id: orgId, message_id: messageId }).first()) as EventRow | undefined;
+    if (!row) throw new Error(`event ${messageId} not stored`);
+    return row;
+  }
+
+  async count(sql: string, bindings: unknown[]): Promise<number> {
+    const { rows } = (await this.db.raw(sql, bindings as never)) as { rows: Array<{ n: number }> };
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async outboxSequence(): Promise<number> {
+    const { rows } = (await this.db.raw(
+      "select coalesce(last_value, 0) as n, is_called from identity.outbox_id_seq",
+    )) as { rows: Array<{ n: number; is_called: boolean }> };
+    return rows[0]?.is_called ? rows[0].n : 0;
+  }
+}
+
+export interface ProfileRow {
+  id: string;
+  org_id: string;
+  canonical_id: string;
+  merged_into: string | null;
+  user_id: string | null;
+  identified: boolean;
+  traits: Record<string, unknown>;
+  first_seen_at: Date;
+  last_seen_at: Date;
+  event_count: number;
+  session_count: number;
+  engagement_score: number;
+  first_touch: Record<string, unknown> | null;
+  last_touch: Record<string, unknown> | null;
+  created_at: Date;
+}
+
+export interface EventRow {
+  id: string;
+  org_id: string;
+  message_id: string;
+  profile_id: string;
+  event_name: string;
+  event_timestamp: Date;
+  properties: Record<string, unknown>;
+  context: Record<string, unknown>;
+  resolution_method: string;
+}
+
+export const minutesAgo = (n: number, from = Date.now()): string => new Date(from - n * 60_000).toISOString();
