@@ -11,6 +11,7 @@ import {
   type RunningHttpServer,
 } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
+import { identityMigrations, processBatch } from '@svc/identity-resolver';
 import { consentMigrations } from './migrations';
 import type { ConsentPublisher } from './publisher';
 import { mountConsentApi } from './routes-setup';
@@ -26,7 +27,7 @@ describeWithPostgres('consent API on PostgreSQL', () => {
   let orgId = '';
 
   beforeAll(async () => {
-    t = await createTestDatabase([accountsMigrations, rateLimitMigrations, busMigrations, consentMigrations]);
+    t = await createTestDatabase([accountsMigrations, rateLimitMigrations, busMigrations, identityMigrations, consentMigrations]);
     bus = createPostgresLogBus({ db: t.db, url: t.url });
     await bus.ensureTopics([topics.consentDecisions]);
     const logger = createLogger({ name: 'consent-test', level: 'silent' });
@@ -100,6 +101,21 @@ describeWithPostgres('consent API on PostgreSQL', () => {
     const byUser = await send('GET', keys.read, undefined, '?user_id=user-42');
     expect(Object.keys(byUser.body.current as object).sort()).toEqual(['analytics', 'fingerprinting']);
     expect(byUser.body.history).toHaveLength(2);
+  });
+
+  it('finds them too once the identity resolver has stitched the visitor to the user', async () => {
+    await send('POST', keys.write, { anonymousId: 'anon_stitched', purposes: { analytics: false } });
+    const identify = {
+      v: 1 as const,
+      orgId,
+      receivedAt: new Date().toISOString(),
+      requestId: 'r',
+      clientIp: '127.0.0.1',
+      event: { type: 'identify' as const, messageId: 'id-1', anonymousId: 'anon_stitched', userId: 'user-77', timestamp: new Date().toISOString() },
+    };
+    await t.db.transaction((trx) => processBatch(trx, [identify]));
+    const byUser = await send('GET', keys.read, undefined, '?user_id=user-77');
+    expect(byUser.body.current).toMatchObject({ analytics: { granted: false } });
   });
 
   it('keeps organisations apart', async () => {

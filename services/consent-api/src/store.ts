@@ -101,8 +101,10 @@ export class ConsentStore {
 
 /**
  * Which records belong to a subject. A user id also finds the decisions its
- * visitor made while still anonymous: every anonymous id that was ever
- * recorded together with that user id.
+ * visitor made while still anonymous: every anonymous id recorded together
+ * with that user id in a consent decision, and every anonymous id the
+ * identity resolver has stitched to that user's profile (a read-only look at
+ * its `identity` projections, which share the database).
  */
 function subjectFilter(orgId: string, s: Subject, t = ''): [string, string[]] {
   const parts: string[] = [];
@@ -112,8 +114,17 @@ function subjectFilter(orgId: string, s: Subject, t = ''): [string, string[]] {
     params.push(s.anonymousId);
   }
   if (s.userId) {
-    parts.push(`${t}user_id = ?`, `${t}anonymous_id in (select l.anonymous_id from consent.records l where l.org_id = ? and l.user_id = ?)`);
-    params.push(s.userId, orgId, s.userId);
+    parts.push(
+      `${t}user_id = ?`,
+      `${t}anonymous_id in (select l.anonymous_id from consent.records l where l.org_id = ? and l.user_id = ?)`,
+      `${t}anonymous_id in (
+         select a.signal_value from identity.identity_signals u
+         join identity.profiles p on p.id = u.profile_id
+         join identity.identity_signals a
+           on a.org_id = u.org_id and a.profile_id = coalesce(p.merged_into, p.id) and a.signal_type = 'anonymous_id'
+         where u.org_id = ? and u.signal_type = 'user_id' and u.signal_value = ?)`,
+    );
+    params.push(s.userId, orgId, s.userId, orgId, s.userId);
   }
   return [`${t}org_id = ? and (${parts.join(' or ')})`, params];
 }
