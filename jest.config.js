@@ -33,6 +33,7 @@ module.exports = {
     project('libs/runtime', '@svc/runtime'),
     project('libs/testkit', '@svc/testkit'),
     project('libs/bus', '@svc/bus'),
+    project('libs/sdk-browser', '@svc/sdk-browser'),
     project('tools/svcctl', '@svc/svcctl'),
     project('services/standalone', '@svc/standalone'),
     project('services/ingest-gateway', '@svc/ingest-gateway'),
