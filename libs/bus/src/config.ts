@@ -1,6 +1,8 @@
 import { Topics, type TopicSpec } from '@svc/contracts';
 import { env, type Db } from '@svc/runtime';
 import type { Bus } from './port';
+import type { Registry } from 'prom-client';
+import { createKafkaBus } from './kafka';
 import { createPostgresLogBus, type BusLogger } from './postgres-log';
 
 /** The bus settings every service reads; each service spreads these into its spec. */
@@ -39,12 +41,22 @@ export interface BusDependencies {
   /** Its URL, for the log's own listening and consumer sessions. */
   databaseUrl: string;
   logger?: BusLogger;
+  /** Where the Kafka adapter exports consumer lag. */
+  metricsRegistry?: Registry;
 }
 
 /** The configured bus: Kafka when KAFKA_BROKERS is set, else the Postgres-backed log. */
 export async function createBus(config: BusConfig, deps: BusDependencies): Promise<Bus> {
   if (config.KAFKA_BROKERS.length > 0) {
-    throw new Error('KAFKA_BROKERS is set, but this build has no Kafka adapter yet; unset it to use the Postgres-backed log');
+    if (!config.SCHEMA_REGISTRY_URL) {
+      throw new Error('SCHEMA_REGISTRY_URL is required with KAFKA_BROKERS: Kafka payloads are serialised through the schema registry');
+    }
+    return createKafkaBus({
+      brokers: [...config.KAFKA_BROKERS],
+      registryUrl: config.SCHEMA_REGISTRY_URL,
+      ...(deps.logger ? { logger: deps.logger } : {}),
+      ...(deps.metricsRegistry ? { metricsRegistry: deps.metricsRegistry } : {}),
+    });
   }
   return createPostgresLogBus({
     db: deps.db,

@@ -3,3 +3,4 @@ export * from './errors';
 export * from './validate';
 export * from './postgres-log';
 export * from './config';
+export * from './kafka';

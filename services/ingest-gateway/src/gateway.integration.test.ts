@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { busMigrations, createPostgresLogBus, prefixedTopics, type Bus, type IncomingMessage } from '@svc/bus';
+import { busMigrations, createKafkaBus, createPostgresLogBus, prefixedTopics, type Bus, type IncomingMessage } from '@svc/bus';
 import type { RawEventEnvelope } from '@svc/contracts';
 import {
   AccountsStore,
@@ -10,23 +10,34 @@ import {
   serveHttp,
   type RunningHttpServer,
 } from '@svc/runtime';
-import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, type TestDatabase } from '@svc/testkit';
 import { mountGateway } from './routes';
 
 /**
  * The gateway on real parts: PostgreSQL for keys, limits and usage, and the
  * real log. Two gateway instances share one database, as replicas would.
  */
-describeWithPostgres('ingest gateway on PostgreSQL and the Postgres-backed log', () => {
+describeWithPostgres('ingest gateway on PostgreSQL and the Postgres-backed log', () =>
+  gatewaySuite((t) => createPostgresLogBus({ db: t.db, url: t.url })),
+);
+
+describeWithKafka('ingest gateway on PostgreSQL and Kafka with the schema registry', () =>
+  gatewaySuite(() => {
+    const { brokers, registryUrl } = kafkaEndpoints();
+    return createKafkaBus({ brokers, registryUrl });
+  }),
+);
+
+function gatewaySuite(makeBus: (t: TestDatabase) => Bus): void {
   let t: TestDatabase;
   let bus: Bus;
   const servers: RunningHttpServer[] = [];
-  const topics = prefixedTopics(`gw${Date.now()}.`);
+  const topics = prefixedTopics(`gw${Date.now()}${Math.random().toString(36).slice(2, 6)}.`);
   let accounts: AccountsStore;
 
   beforeAll(async () => {
     t = await createTestDatabase([accountsMigrations, rateLimitMigrations, busMigrations]);
-    bus = createPostgresLogBus({ db: t.db, url: t.url });
+    bus = makeBus(t);
     await bus.ensureTopics([topics.eventsRaw]);
     accounts = new AccountsStore(t.db);
     const logger = createLogger({ name: 'gw-test', level: 'silent' });
@@ -112,4 +123,4 @@ describeWithPostgres('ingest gateway on PostgreSQL and the Postgres-backed log',
     expect(res.status).toBe(429);
     expect(await res.json()).toEqual({ success: false, error: 'Monthly event limit exceeded. Please upgrade your plan.' });
   });
-});
+}

@@ -21,10 +21,10 @@ async function main(): Promise<void> {
   const logger = createLogger({ name: 'ingest-gateway', level: config.LOG_LEVEL });
   const lifecycle = new Lifecycle({ logger });
   const db = createDb({ url: config.DATABASE_URL, poolMax: 20, applicationName: 'ingest-gateway' });
-  const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger });
+  const metrics = createMetrics();
+  const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger, metricsRegistry: metrics.registry });
   const topics = prefixedTopics(config.TOPIC_PREFIX);
   await bus.ensureTopics([topics.eventsRaw]);
-  const metrics = createMetrics();
   const http = await serveHttp({
     config,
     logger,

@@ -48,12 +48,12 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
     const applied = await runMigrations(db, allMigrations);
     if (applied.length) logger.info({ applied }, 'migrations applied');
 
-    const bus = await createBus(config, { db, databaseUrl, logger: logger.child({ component: 'bus' }) });
+    const metrics = createMetrics();
+    const bus = await createBus(config, { db, databaseUrl, logger: logger.child({ component: 'bus' }), metricsRegistry: metrics.registry });
     lifecycle.registerFirst('bus', () => bus.close());
     const topics = prefixedTopics(config.TOPIC_PREFIX);
     await bus.ensureTopics(Object.values(topics));
 
-    const metrics = createMetrics();
     const resolver = await startResolver({
       db,
       bus,

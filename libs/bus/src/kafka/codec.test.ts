@@ -1,0 +1,115 @@
+import { describe, expect, it } from '@jest/globals';
+import { MockClient } from '@confluentinc/schemaregistry';
+import { Type } from '@sinclair/typebox';
+import { Topics, type TopicSpec } from '@svc/contracts';
+import { deadLetterTopicFor } from '../validate';
+import { Codec, decodeRaw, headersToRecord, isRawTopic } from './codec';
+import { valueSubject } from './topics';
+
+const Writer = Type.Object(
+  { id: Type.String(), seq: Type.Integer({ minimum: 0 }), at: Type.Optional(Type.String({ format: 'date-time' })) },
+  { additionalProperties: false },
+);
+const topic: TopicSpec = { name: 'unit.codec', partitions: 1, schema: Writer };
+
+async function setup() {
+  const registry = new MockClient({ baseURLs: ['mock://'] });
+  const schemaId = await registry.register(valueSubject(topic.name), { schemaType: 'JSON', schema: JSON.stringify(Writer) });
+  return { registry, schemaId, codec: new Codec(registry) };
+}
+
+const framed = (id: number, json: string) => {
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(id, 1);
+  return Buffer.concat([header, Buffer.from(json)]);
+};
+
+describe('Codec', () => {
+  it('writes the Confluent frame (magic byte, schema id) before the JSON, and reads it back', async () => {
+    const { codec, schemaId } = await setup();
+    const value = { id: 'a', seq: 1, at: '2026-01-01T00:00:00Z' };
+    const bytes = await codec.encode(topic.name, schemaId, value);
+    expect(bytes[0]).toBe(0);
+    expect(bytes.readUInt32BE(1)).toBe(schemaId);
+    expect(JSON.parse(bytes.subarray(5).toString())).toEqual(value);
+    expect(await codec.decode(topic, bytes)).toEqual({ ok: true, value });
+  });
+
+  it('encodes and decodes many messages started at once (each schema compiled by the first alone)', async () => {
+    const { codec, schemaId } = await setup();
+    const values = Array.from({ length: 50 }, (_, seq) => ({ id: `m${seq}`, seq }));
+    const bytes = await Promise.all(values.map((v) => codec.encode(topic.name, schemaId, v)));
+    const decoded = await Promise.all(bytes.map((b) => codec.decode(topic, b)));
+    expect(decoded).toEqual(values.map((value) => ({ ok: true, value })));
+  });
+
+  it('refuses plain JSON, saying what it would have been', async () => {
+    const { codec } = await setup();
+    const result = await codec.decode(topic, Buffer.from(JSON.stringify({ id: 'a', seq: -1 })));
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.reason).toMatch(/not in the Confluent wire format \(starts with 0x7b/);
+      expect(result.reason).toMatch(/as plain JSON it also violates the schema: \/seq must be >= 0/);
+    }
+    const fine = await codec.decode(topic, Buffer.from(JSON.stringify({ id: 'a', seq: 1 })));
+    expect(fine.ok ? '' : fine.reason).toMatch(/plain JSON that matches the schema/);
+  });
+
+  it.each([
+    ['no value', null, /has no value/],
+    ['an unknown schema id', framed(4242, '{"id":"a","seq":1}'), /schema id 4242, which the registry does not know/],
+    ['a payload that breaks its registered schema', 'bad-seq', /violates its registered schema \(id \d+\): \/seq must be >= 0/],
+    ['a bad format', 'bad-at', /violates its registered schema \(id \d+\): \/at must match format "date-time"/],
+    ['text that is not JSON', 'not-json', /is not JSON after its schema id/],
+  ])('parks %s with the reason', async (_, input, reason) => {
+    const { codec, schemaId } = await setup();
+    const bytes =
+      input === 'bad-seq'
+        ? framed(schemaId, '{"id":"a","seq":-1}')
+        : input === 'bad-at'
+          ? framed(schemaId, '{"id":"a","seq":1,"at":"yesterday"}')
+          : input === 'not-json'
+            ? framed(schemaId, '{nope')
+            : (input as Buffer | null);
+    const result = await codec.decode(topic, bytes);
+    expect(result.ok ? '' : result.reason).toMatch(reason);
+  });
+
+  it("checks the reader's own schema after the writer's", async () => {
+    const { codec, schemaId } = await setup();
+    const reader: TopicSpec = { ...topic, schema: Type.Object({ id: Type.String(), seq: Type.Integer({ maximum: 5 }) }) };
+    const result = await codec.decode(reader, framed(schemaId, '{"id":"a","seq":9}'));
+    expect(result.ok ? '' : result.reason).toBe('message for topic unit.codec violates its schema: /seq must be <= 5');
+  });
+
+  it('throws (the batch is retried) when the registry cannot be reached, instead of parking the message', async () => {
+    const { registry, schemaId } = await setup();
+    const down = Object.assign(Object.create(registry) as MockClient, {
+      getBySubjectAndId: () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })),
+    });
+    await expect(new Codec(down).decode(topic, framed(schemaId, '{"id":"a","seq":1}'))).rejects.toThrow(/ECONNREFUSED/);
+  });
+
+  it('reads dead-letter topics as raw bytes: JSON with or without the frame, else the bytes', async () => {
+    const { codec } = await setup();
+    const dlq = deadLetterTopicFor(topic);
+    expect(isRawTopic(dlq.name)).toBe(true);
+    expect(isRawTopic(topic.name)).toBe(false);
+    expect(await codec.decode(dlq, framed(7, '{"a":1}'))).toEqual({ ok: true, value: { a: 1 } });
+    expect(await codec.decode(dlq, Buffer.from('[1,2]'))).toEqual({ ok: true, value: [1, 2] });
+    expect(decodeRaw(Buffer.from([0xff, 0x01]))).toEqual(Buffer.from([0xff, 0x01]));
+    expect(await codec.encode(dlq.name, undefined, { a: 1 })).toEqual(Buffer.from('{"a":1}'));
+  });
+
+  it.each(Object.values(Topics).map((t) => [t.name, t] as const))('compiles the real schema of %s as the registry serde sees it', async (_, spec) => {
+    const registry = new MockClient({ baseURLs: ['mock://'] });
+    const id = await registry.register(valueSubject(spec.name), { schemaType: 'JSON', schema: JSON.stringify(spec.schema) });
+    // An empty object fails validation: proof that the schema compiled (formats included) rather than threw.
+    const result = await new Codec(registry).decode(spec, framed(id, '{}'));
+    expect(result.ok ? '' : result.reason).toMatch(new RegExp(`violates its registered schema \\(id ${id}\\): / must have required property`));
+  });
+
+  it('turns Kafka headers into strings, keeping the last of a repeated one', () => {
+    expect(headersToRecord({ a: Buffer.from('x'), b: 'y', c: [Buffer.from('1'), '2'], d: undefined })).toEqual({ a: 'x', b: 'y', c: '2' });
+  });
+});

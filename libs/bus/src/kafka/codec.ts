@@ -1,0 +1,184 @@
+import {
+  JsonDeserializer,
+  JsonSerializer,
+  RestError,
+  SerdeType,
+  SerializationError,
+  SubjectNameStrategyType,
+  type JsonDeserializerConfig,
+  type Client,
+} from '@confluentinc/schemaregistry';
+import { fullFormats } from 'ajv-formats/dist/formats';
+import type { IHeaders } from 'kafkajs';
+import { deadLetterTopicName, firstSchemaError, type TopicSpec } from '@svc/contracts';
+import { SchemaViolationError } from '../errors';
+import { isUnavailable } from './unavailable';
+
+/** What the consumer makes of a stored value: the payload, or why it cannot be delivered. */
+export type Decoded = { ok: true; value: unknown } | { ok: false; reason: string };
+
+/**
+ * Dead-letter topics hold raw bytes, no schema (what lands there did not
+ * match one). They are told apart by name, as deadLetterTopicName makes them.
+ */
+export const isRawTopic = (name: string): boolean => name.endsWith(deadLetterTopicName(''));
+
+/** Confluent wire format: magic byte 0, 4-byte big-endian schema id, then (for JSON Schema) the JSON text. */
+const MAGIC = 0;
+const HEADER_BYTES = 5;
+const isFramed = (raw: Buffer) => raw.length >= HEADER_BYTES && raw[0] === MAGIC;
+
+/**
+ * The registry serde's settings. Subjects by TopicNameStrategy (`<topic>-value`,
+ * where ensureTopics registers): the library's default, "associated" subjects,
+ * asks the registry per topic and falls back to the same name. Ajv validates
+ * with the same formats as the contracts' validator (ajv-formats, full mode)
+ * and is lenient about keywords and formats it does not know, so a foreign
+ * writer schema cannot make decoding throw.
+ */
+const serdeConfig: JsonDeserializerConfig = {
+  subjectNameStrategyType: SubjectNameStrategyType.TOPIC,
+  validate: true,
+  strict: false,
+  logger: false,
+  formats: fullFormats,
+};
+
+/**
+ * Values to and from the registry's JSON Schema serde. Writing uses the
+ * schema id our ensureTopics registered (never an inferred schema); reading
+ * checks the payload against the schema it was written with (the registry's)
+ * and then against the subscriber's own TopicSpec, so a handler only ever
+ * sees values of its declared type.
+ */
+export class Codec {
+  private readonly serializers = new Map<number, JsonSerializer>();
+  private readonly deserializer: JsonDeserializer;
+  /**
+   * The serde compiles a schema's validator on first use, and every call
+   * that starts before the first has finished compiles it again (~100 ms
+   * each for a real schema): the first use of each schema id goes alone.
+   */
+  private readonly warmed = new Map<string, Promise<void>>();
+
+  constructor(private readonly registry: Client) {
+    this.deserializer = new JsonDeserializer(registry, SerdeType.VALUE, serdeConfig);
+  }
+
+  async encode(topic: string, schemaId: number | undefined, value: unknown): Promise<Buffer> {
+    if (schemaId === undefined) return Buffer.from(JSON.stringify(value ?? null));
+    let serializer = this.serializers.get(schemaId);
+    if (!serializer) {
+      serializer = new JsonSerializer(this.registry, SerdeType.VALUE, { ...serdeConfig, useSchemaId: schemaId, autoRegisterSchemas: false });
+      this.serializers.set(schemaId, serializer);
+    }
+    const use = serializer;
+    return this.firstAlone(`w${schemaId}/${topic}`, () => use.serialize(topic, value));
+  }
+
+  private async firstAlone<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const warm = this.warmed.get(key);
+    if (warm) {
+      await warm;
+      return work();
+    }
+    const first = work();
+    this.warmed.set(
+      key,
+      first.then(
+        () => undefined,
+        () => {
+          this.warmed.delete(key);
+        },
+      ),
+    );
+    return first;
+  }
+
+  /**
+   * Throws only when the registry cannot be reached (the batch is retried
+   * later); anything wrong with the message itself is a `{ ok: false }`.
+   */
+  async decode(spec: TopicSpec, raw: Buffer | null): Promise<Decoded> {
+    let value: unknown;
+    if (isRawTopic(spec.name)) {
+      value = decodeRaw(raw);
+    } else {
+      const framed = await this.decodeFramed(spec, raw);
+      if (!framed.ok) return framed;
+      value = framed.value;
+    }
+    const problem = firstSchemaError(spec.schema, value);
+    return problem === undefined ? { ok: true, value } : bad(new SchemaViolationError(spec.name, problem).message);
+  }
+
+  private async decodeFramed(spec: TopicSpec, raw: Buffer | null): Promise<Decoded> {
+    const topic = spec.name;
+    if (!raw || raw.length === 0) return bad(`message for topic ${topic} has no value`);
+    if (!isFramed(raw)) return bad(notFramed(spec, raw));
+    const schemaId = raw.readUInt32BE(1);
+    try {
+      const value = await this.firstAlone(`r${schemaId}`, () => this.deserializer.deserialize(topic, raw) as Promise<unknown>);
+      return { ok: true, value };
+    } catch (err) {
+      if (err instanceof RestError && err.status === 404) {
+        return bad(`message for topic ${topic} names schema id ${schemaId}, which the registry does not know`);
+      }
+      // The registry down, or refusing us (auth, 4xx): not the message's fault, so retry rather than park it.
+      if (isUnavailable(err) || err instanceof RestError) throw err;
+      if (err instanceof SerializationError) return bad(`message for topic ${topic} ${describeSerdeFailure(err, schemaId)}`);
+      if (err instanceof SyntaxError) return bad(`message for topic ${topic} is not JSON after its schema id ${schemaId}: ${err.message}`);
+      return bad(`message for topic ${topic} cannot be decoded with schema id ${schemaId}: ${(err as Error).message}`);
+    }
+  }
+}
+
+const bad = (reason: string): Decoded => ({ ok: false, reason });
+
+/** A dead-letter topic's value: JSON when it is JSON (with or without the Confluent frame), else the bytes. */
+export function decodeRaw(raw: Buffer | null): unknown {
+  if (!raw) return null;
+  const text = isFramed(raw) ? raw.subarray(HEADER_BYTES) : raw;
+  try {
+    return JSON.parse(text.toString('utf8')) as unknown;
+  } catch {
+    return raw;
+  }
+}
+
+/** Why a value without the Confluent frame was refused, and, if it is plain JSON, what it would have been. */
+function notFramed(spec: TopicSpec, raw: Buffer): string {
+  const first = `0x${(raw[0] ?? 0).toString(16).padStart(2, '0')}`;
+  let reason = `message for topic ${spec.name} is not in the Confluent wire format (starts with ${first}, not the magic byte 0x00)`;
+  let plain: unknown;
+  try {
+    plain = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return reason;
+  }
+  const problem = firstSchemaError(spec.schema, plain);
+  reason += problem === undefined ? '; it is plain JSON that matches the schema' : `; as plain JSON it also violates the schema: ${problem}`;
+  return reason;
+}
+
+/** "Invalid message: [ajv errors]" from the serde, as `violates its registered schema (id N): /path message`. */
+function describeSerdeFailure(err: SerializationError, schemaId: number): string {
+  const json = err.message.replace(/^Invalid message:\s*/, '');
+  try {
+    const [first] = JSON.parse(json) as Array<{ instancePath?: string; message?: string }>;
+    if (first) return `violates its registered schema (id ${schemaId}): ${first.instancePath || '/'} ${first.message ?? 'is invalid'}`;
+  } catch {
+    // not the validation failure's format: fall through
+  }
+  return `cannot be decoded with schema id ${schemaId}: ${err.message}`;
+}
+
+/** Kafka headers as the port's string record (a repeated header keeps its last value). */
+export function headersToRecord(headers: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    const last = Array.isArray(value) ? value[value.length - 1] : value;
+    if (last !== undefined) out[name] = Buffer.isBuffer(last) ? last.toString('utf8') : String(last);
+  }
+  return out;
+}

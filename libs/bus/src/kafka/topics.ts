@@ -1,0 +1,111 @@
+import { RestError, type SchemaRegistryClient } from '@confluentinc/schemaregistry';
+import type { Admin } from 'kafkajs';
+import type { TopicSpec } from '@svc/contracts';
+import { isRawTopic } from './codec';
+
+/** What producing to a topic needs to know. */
+export interface TopicState {
+  /** The topic's partition count on the broker (at least the spec's). */
+  partitions: number;
+  /** The registry id of the spec's schema under `<topic>-value`; none for raw (dead-letter) topics. */
+  schemaId: number | undefined;
+}
+
+interface Entry {
+  state: Promise<TopicState>;
+  partitionsWanted: number;
+  schemaJson: string;
+  registered: boolean;
+  loadedAt: number;
+}
+
+/** The subject the registry's TopicNameStrategy (what stock Confluent serdes use) reads a value schema from. */
+export const valueSubject = (topic: string): string => `${topic}-value`;
+
+/**
+ * Creates topics (and grows them, never shrinks) and registers their schemas,
+ * once per topic per process, re-reading the partition count now and then so
+ * a topic grown elsewhere is partitioned like Kafka's own partitioner would.
+ */
+export class TopicManager {
+  private readonly known = new Map<string, Entry>();
+
+  constructor(
+    private readonly admin: () => Promise<Admin>,
+    private readonly registry: SchemaRegistryClient,
+    private readonly refreshMs = 30_000,
+  ) {}
+
+  /**
+   * The topic's state, creating or growing it first. `register` (for writers)
+   * also registers the spec's schema; readers only read what writers registered.
+   */
+  ensure(spec: TopicSpec, register: boolean): Promise<TopicState> {
+    const schemaJson = JSON.stringify(spec.schema);
+    const entry = this.known.get(spec.name);
+    const fresh = entry && Date.now() - entry.loadedAt < this.refreshMs;
+    const enough = entry && entry.partitionsWanted >= spec.partitions && entry.schemaJson === schemaJson && (entry.registered || !register);
+    if (entry && fresh && enough) return entry.state;
+    // A topic we saw before exists: a refresh needs only its metadata, not the whole topic list.
+    const state = this.load(spec, schemaJson, register, entry !== undefined);
+    const next: Entry = { state, partitionsWanted: spec.partitions, schemaJson, registered: register, loadedAt: Date.now() };
+    this.known.set(spec.name, next);
+    state.catch(() => {
+      if (this.known.get(spec.name) === next) this.known.delete(spec.name);
+    });
+    return state;
+  }
+
+  private async load(spec: TopicSpec, schemaJson: string, register: boolean, existed: boolean): Promise<TopicState> {
+    const admin = await this.admin();
+    let partitions = await partitionCount(admin, spec.name, !existed);
+    if (partitions === undefined) {
+      // false when someone else created it first; either way it exists now.
+      await admin.createTopics({
+        topics: [
+          {
+            topic: spec.name,
+            numPartitions: spec.partitions,
+            // The port's IncomingMessage.timestamp is when the log stored the message, not the producer's clock.
+            configEntries: [{ name: 'message.timestamp.type', value: 'LogAppendTime' }],
+          },
+        ],
+        waitForLeaders: true,
+      });
+      partitions = (await partitionCount(admin, spec.name)) ?? spec.partitions;
+    }
+    if (partitions < spec.partitions) {
+      try {
+        await admin.createPartitions({ topicPartitions: [{ topic: spec.name, count: spec.partitions }] });
+      } catch (err) {
+        // INVALID_PARTITIONS: another process grew it meanwhile; the re-read below tells.
+        if ((err as { type?: unknown }).type !== 'INVALID_PARTITIONS') throw err;
+      }
+      partitions = (await partitionCount(admin, spec.name)) ?? spec.partitions;
+    }
+    const schemaId = register && !isRawTopic(spec.name) ? await this.register(spec.name, schemaJson) : undefined;
+    return { partitions, schemaId };
+  }
+
+  private async register(topic: string, schema: string): Promise<number> {
+    try {
+      return await this.registry.register(valueSubject(topic), { schemaType: 'JSON', schema });
+    } catch (err) {
+      if (err instanceof RestError && err.status === 409) {
+        throw new Error(
+          `bus: the schema of topic ${topic} is incompatible with what subject ${valueSubject(topic)} has registered ` +
+            `(the registry's compatibility rule refused it); publish it as a new topic version instead`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
+  }
+}
+
+async function partitionCount(admin: Admin, topic: string, mayBeMissing = true): Promise<number | undefined> {
+  // Asking for the metadata of a missing topic is an error kafkajs retries; the list says it at once.
+  if (mayBeMissing && !(await admin.listTopics()).includes(topic)) return undefined;
+  const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+  return topics.find((t) => t.name === topic)?.partitions.length;
+}

@@ -1,0 +1,78 @@
+import { BusUnavailableError } from '../errors';
+
+/** kafkajs errors that mean "no broker answered", not "the broker refused this request". */
+const UNAVAILABLE_NAMES = new Set([
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSRequestTimeoutError',
+  'KafkaJSBrokerNotFound',
+  'KafkaJSNoBrokerAvailableError',
+  'KafkaJSMetadataNotLoaded',
+  'KafkaJSTopicMetadataNotLoaded',
+  'KafkaJSLockTimeout',
+  'KafkaJSGroupCoordinatorNotFound',
+]);
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ERR_NETWORK',
+]);
+
+/**
+ * Whether an error (from kafkajs or from the schema registry client) means
+ * Kafka or the registry cannot be reached now, as opposed to a bad request.
+ * Duck-typed: kafkajs and axios errors are not exported as classes we can
+ * rely on, and errors of node's net module may come from another realm under jest.
+ */
+export function isUnavailable(err: unknown, depth = 0): boolean {
+  if (typeof err !== 'object' || err === null || depth > 5) return false;
+  const { name, code, status, cause, originalError } = err as {
+    name?: unknown;
+    code?: unknown;
+    status?: unknown;
+    cause?: unknown;
+    originalError?: unknown;
+  };
+  if (typeof name === 'string' && UNAVAILABLE_NAMES.has(name)) return true;
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+  // The registry client's RestError: a 5xx is the registry's trouble, not ours.
+  if (typeof status === 'number' && status >= 500) return true;
+  return isUnavailable(cause, depth + 1) || isUnavailable(originalError, depth + 1);
+}
+
+/** Rejects with `onTimeout()` after `ms`; the losing operation's own rejection is swallowed. */
+export async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+  });
+  work.catch(() => undefined);
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Runs `work`, turning "cannot reach Kafka or the registry" (or no answer
+ * within `ms`) into a retriable BusUnavailableError; other errors pass as they are.
+ */
+export async function guard<R>(what: string, work: Promise<R>, ms: number | undefined): Promise<R> {
+  const unavailable = (cause?: unknown) => new BusUnavailableError(`bus: cannot ${what}: Kafka or the schema registry is unavailable`, { cause });
+  try {
+    return ms === undefined ? await work : await withDeadline(work, ms, () => unavailable(new Error(`no answer within ${ms} ms`)));
+  } catch (err) {
+    if (err instanceof BusUnavailableError) throw err;
+    if (isUnavailable(err)) throw unavailable(err);
+    throw err;
+  }
+}
