@@ -39,6 +39,7 @@ module.exports = {
     project('services/ingest-gateway', '@svc/ingest-gateway'),
     project('services/consent-api', '@svc/consent-api'),
     project('services/identity-resolver', '@svc/identity-resolver'),
+    project('services/profile-api', '@svc/profile-api'),
   ],
   globalSetup: '<rootDir>/libs/testkit/src/global-setup.ts',
   globalTeardown: '<rootDir>/libs/testkit/src/global-teardown.ts',

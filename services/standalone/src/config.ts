@@ -1,5 +1,6 @@
 import { busConfigSpec } from '@svc/bus';
 import { gatewayOwnConfigSpec } from '@svc/ingest-gateway';
+import { profileApiOwnConfigSpec } from '@svc/profile-api';
 import { env, httpServiceConfigSpec } from '@svc/runtime';
 
 /** Every variable the standalone stack reads; README's configuration table mirrors this. */
@@ -16,4 +17,5 @@ export const standaloneConfigSpec = {
   }),
   ...busConfigSpec,
   ...gatewayOwnConfigSpec,
+  ...profileApiOwnConfigSpec,
 };

@@ -2,6 +2,7 @@ import { createBus, prefixedTopics, type BusConfig } from '@svc/bus';
 import { mountConsentApi } from '@svc/consent-api';
 import { resolverMetrics, startResolver } from '@svc/identity-resolver';
 import { mountGateway } from '@svc/ingest-gateway';
+import { mountProfileApi } from '@svc/profile-api';
 import {
   Lifecycle,
   createDb,
@@ -20,6 +21,7 @@ export type StackConfig = HttpServiceConfig &
     DATA_DIR: string;
     DATABASE_URL: string | undefined;
     UPGRADE_URL: string;
+    CURSOR_SECRET: string | undefined;
   };
 
 export interface RunningStack {
@@ -78,6 +80,7 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
           trustedProxies: config.TRUSTED_PROXIES,
           upgradeUrl: config.UPGRADE_URL,
         });
+        mountProfileApi(router, { db, logger, trustedProxies: config.TRUSTED_PROXIES, cursorSecret: config.CURSOR_SECRET });
         const consentPublisher = mountConsentApi(router, {
           db,
           bus,

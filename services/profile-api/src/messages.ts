@@ -1,0 +1,49 @@
+import { Limits } from '@svc/contracts';
+
+/**
+ * The Profiles API's own `error` strings: the ones the interface spec leaves
+ * to us (it says "invalid limit or offset gives 400" without a message). The
+ * spec's exact strings (`Not found`, `Profile not found`, `Invalid cursor`, ...)
+ * come from `Messages` in @svc/contracts and are never spelled here.
+ *
+ * Candidates to move into @svc/contracts (as `ProfileMessages`, next to
+ * `ConsentMessages`) so that clients and tests share them.
+ */
+export const SORT_FIELDS = ['last_seen_at', 'first_seen_at', 'event_count', 'session_count', 'engagement_score', 'created_at'] as const;
+export type SortField = (typeof SORT_FIELDS)[number];
+
+export const SORT_ORDERS = ['desc', 'asc'] as const;
+export type SortOrder = (typeof SORT_ORDERS)[number];
+
+/** Bounds the spec does not fix; our choices (see the package README). */
+export const ProfileLimits = {
+  /** Longest profile id or canonical_id we look up (anything longer cannot exist). */
+  maxIdLength: 200,
+  /** Longest merge `reason` (stored as the audit note). */
+  maxReasonLength: 1_000,
+  /** Longest `event_name` filter: event names are at most this long. */
+  maxEventNameLength: Limits.eventNameMaxLength,
+  /** Newest events sampled to estimate a filtered total on the cursor path. */
+  estimateSample: 1_000,
+} as const;
+
+export const ProfileMessages = {
+  invalidLimit: 'Invalid limit: expected a positive integer',
+  invalidOffset: 'Invalid offset: expected a non-negative integer',
+  invalidIdentified: 'Invalid identified: expected true or false',
+  invalidSortBy: `Invalid sort_by: expected one of ${SORT_FIELDS.join(', ')}`,
+  invalidSortOrder: 'Invalid sort_order: expected asc or desc',
+  invalidPreciseTotal: 'Invalid precise_total: expected 1 or 0',
+  invalidPartial: 'Invalid partial: expected true or false',
+  invalidEventName: `Invalid event_name: expected at most ${ProfileLimits.maxEventNameLength} characters`,
+  /** A query parameter given more than once (`?limit=1&limit=2`). */
+  repeatedParameter: (name: string) => `Invalid ${name}: give it at most once`,
+  searchTooLong: `Search query too long: maximum ${Limits.search.maxQueryLength} characters`,
+  searchParameterConflict: 'Only one search parameter is allowed: q, email, user_id, or anonymous_id',
+  mergeIntoItself: 'Cannot merge a profile into itself',
+  mergeBodyNotObject: 'Invalid request: the body must be a JSON object',
+  mergeFieldRequired: (field: 'source_profile_id' | 'target_profile_id') => `Invalid request: ${field} is required`,
+  mergeFieldInvalid: (field: 'source_profile_id' | 'target_profile_id') =>
+    `Invalid request: ${field} must be a string of 1 to ${ProfileLimits.maxIdLength} characters`,
+  mergeReasonInvalid: `Invalid request: reason must be a string of at most ${ProfileLimits.maxReasonLength} characters`,
+} as const;

@@ -1,0 +1,34 @@
+import type { Router } from 'express';
+import { AccountsStore, PostgresRateLimiter, type Db, type Logger } from '@svc/runtime';
+import { CursorCodec } from './cursor';
+import { mountProfiles } from './routes';
+import { ProfileStore } from './store';
+
+export interface ProfileApiWiring {
+  /** Reads accounts, ratelimit and identity; writes only through the resolver's merge routine (and rate counters). */
+  db: Db;
+  logger: Logger;
+  trustedProxies: readonly string[];
+  /**
+   * HMAC key of the events cursor (CURSOR_SECRET, at least 32 characters).
+   * Unset: a random key per process, so cursors do not survive a restart and
+   * do not work across replicas.
+   */
+  cursorSecret?: string | undefined;
+}
+
+/** Builds the Profiles API's real dependencies and mounts `/v1-profiles` on `router`. */
+export function mountProfileApi(router: Router, w: ProfileApiWiring): void {
+  const cursors = new CursorCodec(w.cursorSecret);
+  if (cursors.ephemeral) {
+    w.logger.warn('CURSOR_SECRET is not set: events cursors are signed with a per-process random key and stop working across restarts and replicas');
+  }
+  mountProfiles(router, {
+    keys: new AccountsStore(w.db),
+    rateLimiter: new PostgresRateLimiter(w.db),
+    store: new ProfileStore(w.db),
+    cursors,
+    trustedProxies: w.trustedProxies,
+    logger: w.logger,
+  });
+}

@@ -1,0 +1,222 @@
+import { Router, type ErrorRequestHandler, type Request } from 'express';
+import { BodyLimitHints, Limits, Messages } from '@svc/contracts';
+import { classifyFailure } from '@svc/identity-resolver';
+import {
+  HttpError,
+  KeyRequirements,
+  NotFoundError,
+  ValidationError,
+  authenticate,
+  clientIp,
+  notFound,
+  perIpRateLimited,
+  perOrgIpRule,
+  readJsonBody,
+  rejectOversizedContentLength,
+  sendJson,
+  type KeyRequirement,
+  type KeyVerifier,
+  type Logger,
+  type RateLimiter,
+  type VerifiedKey,
+} from '@svc/runtime';
+import type { CursorCodec } from './cursor';
+import { ProfileLimits, ProfileMessages } from './messages';
+import { parseEventsParams, parseListParams, parseSearchParams } from './params';
+import type { MergeResult, ProfileStore } from './store';
+
+export interface ProfileRoutesDeps {
+  keys: KeyVerifier;
+  rateLimiter: RateLimiter;
+  store: ProfileStore;
+  cursors: CursorCodec;
+  trustedProxies: readonly string[];
+  logger: Logger;
+}
+
+const BODY_LIMIT = Limits.smallBodyBytes;
+const HINT = BodyLimitHints.generic;
+
+/** Rate-limit buckets: every GET route shares one; merge has its own. */
+export const RateBuckets = {
+  read: { endpoint: 'profiles', limit: Limits.rate.profilesReadPerOrgIp },
+  merge: { endpoint: 'profiles-merge', limit: Limits.rate.profilesMergePerOrgIp },
+} as const;
+type Bucket = (typeof RateBuckets)[keyof typeof RateBuckets];
+
+/**
+ * The Profiles API under `/v1-profiles` (mounted as a router of its own, so
+ * its 404s and error mapping stay inside it):
+ *
+ *   GET  /                  list (read or admin key)
+ *   GET  /search            search
+ *   GET  /:id               detail          :id = profile UUID or canonical_id;
+ *   GET  /:id/events        events            a merged-away id stands for its survivor
+ *   GET  /:id/identities    identities
+ *   POST /merge             admin merge (admin key)
+ *   anything else           404 `Not found`
+ *
+ * Every route: Content-Length over 256 KiB → 413 first; then authentication;
+ * then the (org, IP) rate limit (60/min shared by the GET routes, 10/min for
+ * merge, each tightened by the key's own cap); then parameters; then the work.
+ * A profile of another organisation is indistinguishable from none: 404.
+ */
+export function mountProfiles(router: Router, deps: ProfileRoutesDeps): void {
+  const r = Router();
+
+  const admit = async (req: Request, requirement: KeyRequirement, bucket: Bucket): Promise<VerifiedKey> => {
+    const ip = clientIp(req, deps.trustedProxies);
+    const key = await authenticate({ headers: req.headers, clientIp: ip }, deps.keys, requirement);
+    const [verdict] = await deps.rateLimiter.hit([perOrgIpRule(bucket.endpoint, key, ip, bucket.limit)]);
+    if (verdict && !verdict.allowed) throw perIpRateLimited(verdict);
+    return key;
+  };
+  const read = (req: Request) => admit(req, KeyRequirements.read, RateBuckets.read);
+
+  /** The read of the live profile `:id` stands for, or 404 `Profile not found`. */
+  const found = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new HttpError(404, Messages.profileNotFound);
+    return value;
+  };
+  const idOf = (req: Request) => String(req.params.id ?? '');
+
+  r.use(rejectOversizedContentLength(BODY_LIMIT, HINT));
+
+  r.get('/', async (req, res) => {
+    const key = await read(req);
+    const params = parseListParams(req.query);
+    const { profiles, total } = await deps.store.list(key.orgId, params);
+    sendJson(res, 200, { success: true, profiles, total, limit: params.limit, offset: params.offset });
+  });
+
+  r.get('/search', async (req, res) => {
+    const key = await read(req);
+    const params = parseSearchParams(req.query);
+    const profiles = await deps.store.search(key.orgId, params);
+    sendJson(res, 200, { success: true, profiles, count: profiles.length });
+  });
+
+  r.post('/merge', async (req, res) => {
+    const key = await admit(req, KeyRequirements.admin, RateBuckets.merge);
+    const body = checkMergeBody(await readJsonBody(req, { limitBytes: BODY_LIMIT, hint: HINT }));
+    if (body.source === body.target) throw new HttpError(400, ProfileMessages.mergeIntoItself);
+    const actor = `admin-key:${key.keyId}`;
+    let merged: MergeResult;
+    try {
+      merged = await deps.store.merge({ orgId: key.orgId, source: body.source, target: body.target, actor, note: body.reason });
+    } catch (err) {
+      if (err instanceof NotFoundError) throw new HttpError(404, Messages.mergeProfilesNotFound);
+      // Both ids stand for one live profile (one was merged into the other before).
+      if (err instanceof ValidationError) throw new HttpError(400, ProfileMessages.mergeIntoItself);
+      throw err;
+    }
+    deps.logger.info({ orgId: key.orgId, actor, sourceId: merged.sourceId, targetId: merged.targetId }, 'profiles merged by an admin');
+    sendJson(res, 200, {
+      success: true,
+      merged: {
+        source_profile_id: merged.sourceId,
+        target_profile_id: merged.targetId,
+        reason: body.reason,
+        merged_at: merged.mergedAt,
+      },
+    });
+  });
+
+  // `merge` and `search` are not profile ids: any other method on them is an unmatched route.
+  r.all(['/merge', '/search'], notFound());
+
+  r.get('/:id', async (req, res) => {
+    const key = await read(req);
+    const profile = found(await deps.store.detail(key.orgId, idOf(req)));
+    sendJson(res, 200, { success: true, profile });
+  });
+
+  r.get('/:id/events', async (req, res) => {
+    const key = await read(req);
+    const params = parseEventsParams(req.query);
+    const after = params.cursor === undefined ? undefined : deps.cursors.decode(params.cursor, key.orgId, params.eventName);
+    const onCursorPath = after !== undefined;
+    const page = found(
+      await deps.store.events(key.orgId, idOf(req), {
+        limit: params.limit,
+        eventName: params.eventName,
+        after,
+        offset: params.offset,
+        exactTotal: !onCursorPath || params.preciseTotal,
+      }),
+    );
+    // A cursor belongs to the stream it was issued on; after a merge, that stream is the survivor's.
+    if (after && after.profileId !== page.profileId && (await deps.store.resolve(key.orgId, after.profileId)) !== page.profileId) {
+      throw new HttpError(400, Messages.invalidCursor);
+    }
+    sendJson(res, 200, {
+      success: true,
+      events: page.events,
+      total: page.total,
+      limit: params.limit,
+      ...(onCursorPath ? {} : { offset: params.offset }),
+      total_is_estimate: onCursorPath && !params.preciseTotal,
+      has_more: page.next !== undefined,
+      next_cursor: page.next ? deps.cursors.encode(key.orgId, params.eventName, page.next) : null,
+    });
+  });
+
+  r.get('/:id/identities', async (req, res) => {
+    const key = await read(req);
+    const identities = found(await deps.store.identities(key.orgId, idOf(req)));
+    sendJson(res, 200, { success: true, identities });
+  });
+
+  r.use(notFound());
+  r.use(unavailableAs503);
+  router.use('/v1-profiles', r);
+}
+
+/**
+ * The database cannot serve us right now (connections refused or exhausted,
+ * shutting down, a merge that kept conflicting): 503 with Retry-After, as the
+ * spec's transient-backend answer. A bad statement (SQLSTATE class 42) is our
+ * bug, not a transient state: it stays a 500.
+ */
+const unavailableAs503: ErrorRequestHandler = (err: unknown, _req, _res, next) => {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (!(err instanceof HttpError) && !(typeof code === 'string' && code.startsWith('42')) && classifyFailure(err) === 'unavailable') {
+    next(
+      new HttpError(503, Messages.serviceUnavailable, {
+        headers: { 'Retry-After': String(Limits.retryAfterUnavailableSeconds) },
+        cause: err,
+      }),
+    );
+    return;
+  }
+  next(err);
+};
+
+export interface MergeBody {
+  source: string;
+  target: string;
+  reason: string | null;
+}
+
+/** Validates a POST /v1-profiles/merge body, naming the first problem. */
+export function checkMergeBody(body: unknown): MergeBody {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new HttpError(400, ProfileMessages.mergeBodyNotObject);
+  }
+  const b = body as Record<string, unknown>;
+  const id = (field: 'source_profile_id' | 'target_profile_id'): string => {
+    const value = b[field];
+    if (value === undefined || value === null) throw new HttpError(400, ProfileMessages.mergeFieldRequired(field));
+    if (typeof value !== 'string' || value.length === 0 || value.length > ProfileLimits.maxIdLength) {
+      throw new HttpError(400, ProfileMessages.mergeFieldInvalid(field));
+    }
+    return value;
+  };
+  const source = id('source_profile_id');
+  const target = id('target_profile_id');
+  const reason = b.reason;
+  if (reason !== undefined && reason !== null && (typeof reason !== 'string' || reason.length > ProfileLimits.maxReasonLength)) {
+    throw new HttpError(400, ProfileMessages.mergeReasonInvalid);
+  }
+  return { source, target, reason: typeof reason === 'string' && reason !== '' ? reason : null };
+}
