@@ -3,7 +3,8 @@ import { env, type Db } from '@svc/runtime';
 import type { Bus } from './port';
 import type { Registry } from 'prom-client';
 import { createKafkaBus } from './kafka';
-import { createPostgresLogBus, type BusLogger } from './postgres-log';
+import { createPostgresLogBus } from './postgres-log';
+import type { BusLogger } from './shared';
 
 /** The bus settings every service reads; each service spreads these into its spec. */
 export const busConfigSpec = {

@@ -1,5 +1,6 @@
 export * from './port';
 export * from './errors';
+export type { BusLogger } from './shared';
 export * from './validate';
 export * from './postgres-log';
 export * from './config';

@@ -2,7 +2,7 @@ import { CompressionTypes, type Admin, type Kafka, type KafkaMessage } from 'kaf
 import type { TopicSpec } from '@svc/contracts';
 import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER } from '../errors';
 import type { BatchHandler, Bus, OutgoingMessage, ProduceResult, SubscribeOptions, Subscription } from '../port';
-import { silentLogger, type BusLogger } from '../postgres-log/connection';
+import { silentLogger, type BusLogger } from '../shared';
 import { assertAllValid, deadLetterTopicFor, partitionFor } from '../validate';
 import { createKafka, shortRetry, Sockets } from './client';
 import { Codec } from './codec';

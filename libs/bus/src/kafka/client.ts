@@ -1,6 +1,6 @@
 import { connect, Socket } from 'node:net';
 import { Kafka, logLevel, type ISocketFactory, type logCreator, type RetryOptions } from 'kafkajs';
-import type { BusLogger } from '../postgres-log';
+import type { BusLogger } from '../shared';
 import type { KafkaBusOptions } from './options';
 
 /**

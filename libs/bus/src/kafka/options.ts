@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import type { BusLogger } from '../postgres-log';
+import type { BusLogger } from '../shared';
 
 export interface KafkaBusOptions {
   /** Bootstrap servers, `host:port`. */

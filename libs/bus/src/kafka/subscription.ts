@@ -1,7 +1,7 @@
 import type { Batch, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { TopicSpec } from '@svc/contracts';
 import type { BatchHandler, IncomingMessage, Subscription } from '../port';
-import { backoffMs, type BusLogger } from '../postgres-log/connection';
+import { backoffMs, type BusLogger } from '../shared';
 import { headersToRecord, type Codec, type Decoded } from './codec';
 import type { LagGauge } from './lag';
 import type { ResolvedConsumerSettings } from './options';

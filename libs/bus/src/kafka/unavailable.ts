@@ -1,4 +1,5 @@
 import { BusUnavailableError } from '../errors';
+import { withDeadline } from '../shared';
 
 /** kafkajs errors that mean "no broker answered", not "the broker refused this request". */
 const UNAVAILABLE_NAMES = new Set([
@@ -46,20 +47,6 @@ export function isUnavailable(err: unknown, depth = 0): boolean {
   // The registry client's RestError: a 5xx is the registry's trouble, not ours.
   if (typeof status === 'number' && status >= 500) return true;
   return isUnavailable(cause, depth + 1) || isUnavailable(originalError, depth + 1);
-}
-
-/** Rejects with `onTimeout()` after `ms`; the losing operation's own rejection is swallowed. */
-export async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(onTimeout()), ms);
-  });
-  work.catch(() => undefined);
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**

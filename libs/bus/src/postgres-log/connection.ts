@@ -1,15 +1,6 @@
 import pg from 'pg';
 import type { Db } from '@svc/runtime';
 
-/** What the adapter logs through; a pino logger fits. */
-export interface BusLogger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-export const silentLogger: BusLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
 /**
  * Settings for the adapter's own sessions (LISTEN, and one per consumer for
@@ -88,26 +79,6 @@ export function isUnavailable(err: unknown, depth = 0): boolean {
   // Node wraps failed attempts to connect to several addresses in an AggregateError.
   const nested = Array.isArray(errors) ? (errors as unknown[]) : [];
   return [cause, ...nested].some((e) => isUnavailable(e, depth + 1));
-}
-
-/** Rejects with `onTimeout()` after `ms`; the losing operation's own rejection is swallowed. */
-export async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(onTimeout()), ms);
-  });
-  work.catch(() => undefined);
-  try {
-    return await Promise.race([work, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Exponential back-off with jitter: 100 ms, 200 ms, ... capped at `capMs`. */
-export function backoffMs(failures: number, capMs = 5_000): number {
-  const base = Math.min(capMs, 100 * 2 ** Math.max(0, failures - 1));
-  return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 
 /** An awaitable wake-up: `wait` ends at the timeout or at `wake()`, and a wake that came early is not lost. */

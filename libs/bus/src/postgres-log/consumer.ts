@@ -3,7 +3,8 @@ import { deadLetterTopicName, firstSchemaError, type TopicSpec } from '@svc/cont
 import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, SchemaViolationError } from '../errors';
 import type { BatchHandler, IncomingMessage, Subscription } from '../port';
 import { assignedTo, type TopicPartition } from './assignment';
-import { backoffMs, closeQuietly, Signal, type BusLogger } from './connection';
+import { closeQuietly, Signal } from './connection';
+import { backoffMs, type BusLogger } from '../shared';
 import { GroupSession } from './group';
 import type { Listener, Wakeable } from './listener';
 import { append, ensureTopic, partitionEnd, read, type StoredMessage } from './store';

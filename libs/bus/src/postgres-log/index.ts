@@ -1,3 +1,2 @@
 export { createPostgresLogBus, type PostgresLogBus, type PostgresLogBusOptions } from './bus';
 export { busMigrations } from './migrations';
-export type { BusLogger } from './connection';

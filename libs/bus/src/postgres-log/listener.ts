@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import { backoffMs, closeQuietly, type BusLogger } from './connection';
+import { closeQuietly } from './connection';
+import { backoffMs, type BusLogger } from '../shared';
 import { GROUPS_CHANNEL } from './group';
 import { MESSAGES_CHANNEL } from './store';
 

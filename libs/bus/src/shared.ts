@@ -1,0 +1,31 @@
+/** Helpers both bus adapters use; nothing here knows Kafka or PostgreSQL. */
+
+/** What the adapter logs through; a pino logger fits. */
+export interface BusLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export const silentLogger: BusLogger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** Rejects with `onTimeout()` after `ms`; the losing operation's own rejection is swallowed. */
+export async function withDeadline<T>(work: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+  });
+  work.catch(() => undefined);
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Exponential back-off with jitter: 100 ms, 200 ms, ... capped at `capMs`. */
+export function backoffMs(failures: number, capMs = 5_000): number {
+  const base = Math.min(capMs, 100 * 2 ** Math.max(0, failures - 1));
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}
