@@ -40,6 +40,7 @@ module.exports = {
     project('services/consent-api', '@svc/consent-api'),
     project('services/identity-resolver', '@svc/identity-resolver'),
     project('services/profile-api', '@svc/profile-api'),
+    project('services/conversion-forwarder', '@svc/conversion-forwarder'),
   ],
   globalSetup: '<rootDir>/libs/testkit/src/global-setup.ts',
   globalTeardown: '<rootDir>/libs/testkit/src/global-teardown.ts',

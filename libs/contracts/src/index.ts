@@ -6,3 +6,5 @@ export * from './validate-event';
 export * from './topics';
 export * from './schema-validator';
 export * from './consent';
+export * from './conversion-rules';
+export * from './engagement-rules';

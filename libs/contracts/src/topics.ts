@@ -91,6 +91,8 @@ export const ConversionCandidateSchema = Type.Object(
     /** SHA-256 hex of the normalised email and E.164 phone: clear PII never enters the topic. */
     hashedEmail: Type.Union([Type.String(), Type.Null()]),
     hashedPhone: Type.Union([Type.String(), Type.Null()]),
+    /** SHA-256 hex of the phone's E.164 digits without `+`, as Meta expects (added in v1; absent from older messages). */
+    hashedPhoneDigits: Type.Optional(Type.Union([Type.String(), Type.Null()])),
     clientIp: Type.Union([Type.String(), Type.Null()]),
     userAgent: Type.Union([Type.String(), Type.Null()]),
     pageUrl: Type.Union([Type.String(), Type.Null()]),

@@ -1,39 +1,9 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { conversionCandidate, conversionCurrency, conversionValue, hashEmail, hashPhone, orderIdOf, qualifiesAsConversion } from './conversions';
+import { conversionCandidate, conversionCurrency, conversionValue, hashEmail, hashPhone, orderIdOf } from './conversions';
+import { normalisePhone } from './signals';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-
-describe('qualifiesAsConversion', () => {
-  it.each([
-    ['purchase', true],
-    ['$purchase', true],
-    ['sign_up', true],
-    ['$sign_up', true],
-    ['add_to_cart', true],
-    ['initiate_checkout', true],
-    ['lead', true],
-    ['$subscribe', true],
-    ['Purchase Completed', false],
-    ['Purchase', false],
-    ['purchase ', false],
-    ['$$purchase', false],
-    ['$pageview', false],
-    ['refund', false],
-  ])('%j → %s with the defaults', (name, expected) => {
-    expect(qualifiesAsConversion(name)).toBe(expected);
-  });
-
-  it('a custom set replaces the defaults, matched exactly', () => {
-    const custom = new Set(['Order Completed', 'purchase']);
-    expect(qualifiesAsConversion('Order Completed', custom)).toBe(true);
-    expect(qualifiesAsConversion('purchase', custom)).toBe(true);
-    expect(qualifiesAsConversion('$purchase', custom)).toBe(false);
-    expect(qualifiesAsConversion('sign_up', custom)).toBe(false);
-    expect(qualifiesAsConversion('sign_up', new Set())).toBe(true);
-    expect(qualifiesAsConversion('sign_up', null)).toBe(true);
-  });
-});
 
 describe('conversionValue', () => {
   it.each([
@@ -108,7 +78,7 @@ describe('candidate payload', () => {
 
   it('carries value, currency, order and hashes, never clear text', () => {
     const c = conversionCandidate({ ...input, properties: { value: '49.90', currency: 'usd', order_id: 'o-9' } });
-    expect(c).toMatchObject({ value: 49.9, currency: 'USD', orderId: 'o-9', hashedEmail: sha('alice@example.com'), hashedPhone: sha('+919876543210'), clientIp: '203.0.113.9', userAgent: 'UA', pageUrl: 'https://shop.test/thanks' });
+    expect(c).toMatchObject({ value: 49.9, currency: 'USD', orderId: 'o-9', hashedEmail: sha('alice@example.com'), hashedPhone: sha('+919876543210'), hashedPhoneDigits: sha('919876543210'), clientIp: '203.0.113.9', userAgent: 'UA', pageUrl: 'https://shop.test/thanks' });
     expect(JSON.stringify(c)).not.toMatch(/alice|9876543210/);
   });
 
@@ -116,5 +86,41 @@ describe('candidate payload', () => {
     expect(conversionCandidate({ ...input, properties: { value: 10 } })).toMatchObject({ value: 10, currency: 'INR' });
     expect(conversionCandidate({ ...input, properties: { value: 'lots' } })).toMatchObject({ value: null, currency: 'INR' });
     expect(conversionCandidate({ ...input, properties: { value: 10, currency: 'rupees' } })).toMatchObject({ value: null, currency: 'INR' });
+  });
+});
+
+// Fixed SHA-256 vectors (the first is the one the platforms' docs publish), so a
+// change of normalisation or encoding cannot pass unnoticed.
+describe('hashing vectors', () => {
+  const base = {
+    orgId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f',
+    profileId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e70',
+    eventId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e71',
+    messageId: 'm-1',
+    eventName: 'purchase',
+    eventTimestamp: '2026-01-01T00:00:00.000Z',
+    properties: {},
+    context: {},
+    phone: null,
+    clientIp: null,
+  };
+
+  it.each([
+    [' Test@Example.com ', '973dfe463ec85785f5f95af5ba3906eedb2d931c24e69824a89ea65dba4e813b'],
+    ['TEST@EXAMPLE.COM', '973dfe463ec85785f5f95af5ba3906eedb2d931c24e69824a89ea65dba4e813b'],
+    ['alice@example.com', 'ff8d9819fc0e12bf0d24892e45987e249a28dce836a85cad60e28eaaa8c6d976'],
+  ])('email %j → %s', (raw, hex) => {
+    expect(hashEmail(raw)).toBe(hex);
+  });
+
+  it.each([
+    ['+1 (650) 555-1234', 'a2996076d3ad4af5dc818b908b3d8e354f26ededf7df0e0aa6ac354143805ee0', '6069d14bf122fdfd931dc7beb58e5dfbba395b1faf05bdcd42d12358d63d8599'],
+    ['001 650 555 1234', 'a2996076d3ad4af5dc818b908b3d8e354f26ededf7df0e0aa6ac354143805ee0', '6069d14bf122fdfd931dc7beb58e5dfbba395b1faf05bdcd42d12358d63d8599'],
+    ['98765 43210', 'f3a47ce5ce3d4ca8ad15225a245b2759022f79489f5c62719b8c9490f7aab90e', '92b5072176e723878b5e06ff3ca61898e4eb74e8c46642a0f2db800b17364ab0'],
+    ['+91 98765-43210', 'f3a47ce5ce3d4ca8ad15225a245b2759022f79489f5c62719b8c9490f7aab90e', '92b5072176e723878b5e06ff3ca61898e4eb74e8c46642a0f2db800b17364ab0'],
+  ])('phone %j → E.164 %s (Google Ads), digits %s (Meta)', (raw, withPlus, digitsOnly) => {
+    expect(hashPhone(raw)).toBe(withPlus);
+    const phone = normalisePhone(raw);
+    expect(conversionCandidate({ ...base, email: null, phone })).toMatchObject({ hashedPhone: withPlus, hashedPhoneDigits: digitsOnly });
   });
 });

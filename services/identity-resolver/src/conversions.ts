@@ -3,24 +3,10 @@ import type { ConversionCandidate } from '@svc/contracts';
 import { normaliseEmail, normalisePhone } from './signals';
 
 /**
- * The spec's conversion rules: which events qualify, and the value, currency
- * and hashed contact details that go on conversions.candidates. Pure.
+ * The spec's conversion value rules, and the value, currency and hashed
+ * contact details that go on conversions.candidates (which events qualify is
+ * `qualifiesAsConversion` in libs/contracts). Pure.
  */
-
-/** Qualifying names when the organisation's connectors carry no custom set; each may also be sent with a `$`. */
-export const DEFAULT_CONVERSION_NAMES = ['purchase', 'sign_up', 'add_to_cart', 'initiate_checkout', 'lead', 'subscribe'] as const;
-
-const DEFAULTS: ReadonlySet<string> = new Set(DEFAULT_CONVERSION_NAMES.flatMap((n) => [n, `$${n}`]));
-
-/**
- * Exact, case-sensitive name match. A custom set (from the organisation's
- * connectors) replaces the defaults entirely and matches its names exactly as
- * written (no implied `$` variants). `Purchase Completed` and `Purchase` do
- * not match `purchase`.
- */
-export function qualifiesAsConversion(eventName: string, customNames?: ReadonlySet<string> | null): boolean {
-  return (customNames && customNames.size > 0 ? customNames : DEFAULTS).has(eventName);
-}
 
 /** Largest value forwarded; anything above is treated as a unit or parsing mistake. */
 export const MAX_CONVERSION_VALUE = 1e12;
@@ -111,6 +97,8 @@ export function conversionCandidate(input: CandidateInput): ConversionCandidate 
     orderId: orderIdOf(input.properties.order_id),
     hashedEmail: input.email === null ? null : sha256Hex(input.email),
     hashedPhone: input.phone === null ? null : sha256Hex(input.phone),
+    // Meta hashes the digits without the `+`; Google Ads the E.164 form with it.
+    hashedPhoneDigits: input.phone === null ? null : sha256Hex(input.phone.slice(1)),
     clientIp: str(input.context.ip_address) ?? input.clientIp,
     userAgent: str(input.context.user_agent) ?? str(input.context.userAgent),
     pageUrl: str(rec(input.context.page)?.url),

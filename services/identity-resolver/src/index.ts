@@ -1,5 +1,7 @@
 export * from './config';
 export * from './context';
+export * from './engagement';
+export * from './engagement-rules-store';
 export * from './conversions';
 export { eventIdFor, profileIdsFor, signalLockKey, type ProfileIds } from './ids';
 export * from './merge';

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { createBus, prefixedTopics } from '@svc/bus';
+import { ConnectorStore } from '@svc/conversion-forwarder';
 import {
   Lifecycle,
   createDb,
@@ -28,6 +29,7 @@ async function main(): Promise<void> {
     const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger });
     lifecycle.registerFirst('bus', () => bus.close());
     const metrics = createMetrics({ defaultLabels: { service: 'identity-resolver' } });
+    const connectors = new ConnectorStore(db);
     const resolver = await startResolver({
       db,
       bus,
@@ -37,7 +39,11 @@ async function main(): Promise<void> {
       groupId: config.RESOLVER_GROUP_ID,
       maxBatchSize: config.RESOLVER_BATCH_SIZE,
       relay: { intervalMs: config.OUTBOX_RELAY_INTERVAL_MS },
-      batch: { defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE) },
+      batch: {
+        defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
+        // Candidates only for names the organisation's active connectors forward.
+        conversionNames: (orgId) => connectors.qualifyingNames(orgId),
+      },
     });
     lifecycle.registerFirst('resolver', () => resolver.stop(), { timeoutMs: 30_000 });
     const http = await serveHttp({

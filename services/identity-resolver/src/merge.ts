@@ -47,7 +47,8 @@ const later = (a: string, b: string) =>
  * Merges `sourceId` into `targetId`, inside the caller's transaction. Locks
  * both profile rows (in id order); moves identity signals, events, click IDs,
  * fingerprints and sessions to the target; keeps the earlier first touch and
- * first_seen_at and the later last touch and last_seen_at; adds the counters;
+ * first_seen_at and the later last touch and last_seen_at; adds the counters
+ * (the engagement scores decayed to the same instant first);
  * the target keeps its traits and userId (the source's fill gaps). The source
  * keeps its row, marked merged_into the target (and so does every profile
  * that had been merged into the source), so its id and canonical_id keep
@@ -98,10 +99,14 @@ export async function mergeProfiles(trx: Db, input: MergeInput): Promise<void> {
        last_touch = ${later('t.last_touch', 's.last_touch')},
        traits = s.traits || t.traits,
        user_id = coalesce(t.user_id, s.user_id),
-       engagement_score = t.engagement_score + s.engagement_score,
+       -- Both scores decayed to the later of their instants, then added (engagement.ts).
+       engagement_score = identity.engagement_decay(t.engagement_score, t.engagement_updated_at, greatest(t.engagement_updated_at, s.engagement_updated_at), r.half_life_days)
+         + identity.engagement_decay(s.engagement_score, s.engagement_updated_at, greatest(t.engagement_updated_at, s.engagement_updated_at), r.half_life_days),
+       engagement_updated_at = greatest(t.engagement_updated_at, s.engagement_updated_at),
        created_at = least(t.created_at, s.created_at),
        updated_at = now()
      from identity.profiles s
+     left join identity.engagement_rules r on r.org_id = s.org_id
      where t.id = ? and s.id = ?`,
     [sessions.rowCount ?? 0, t, s],
   );

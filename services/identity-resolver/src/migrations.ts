@@ -159,5 +159,38 @@ export const identityMigrations: MigrationSet = {
         `);
       },
     },
+    {
+      name: '0002_engagement_rules',
+      async up(db) {
+        await db.raw(`
+          -- An organisation's engagement rules (libs/contracts EngagementRules, checked by
+          -- svcctl before it writes). No row: the default rule set, nothing earns points.
+          create table identity.engagement_rules (
+            org_id uuid primary key,
+            rules jsonb not null check (jsonb_typeof(rules) = 'object' and rules -> 'version' = '1'),
+            -- From the document; null: scores never decay.
+            half_life_days double precision generated always as ((rules -> 'decay' ->> 'half_life_days')::double precision) stored,
+            updated_at timestamptz not null default now()
+          );
+
+          -- engagement_score is the score as of engagement_updated_at (the time of the latest
+          -- scored event, null until one scores); readers decay it to now (see engagement_decay).
+          alter table identity.profiles add column engagement_updated_at timestamptz;
+
+          -- score, as of since, decayed to until under a half-life in days: unchanged without a
+          -- half-life, without since or when until is not later; 0 past 60 half-lives or below 1e-9
+          -- (PostgreSQL raises an error on float underflow). Mirrors decayScore in engagement.ts.
+          create function identity.engagement_decay(score double precision, since timestamptz, until timestamptz, half_life_days double precision)
+          returns double precision language sql immutable parallel safe as $$
+            select case
+              when score = 0 or half_life_days is null or since is null or until is null or until <= since then score
+              when extract(epoch from (until - since))::double precision / (half_life_days * 86400) > 60 or abs(score) < 1e-9 then 0
+              else (select case when abs(d) < 1e-9 then 0 else d end
+                    from (select score * power(2::double precision, -(extract(epoch from (until - since))::double precision / (half_life_days * 86400))) as d) x)
+            end
+          $$;
+        `);
+      },
+    },
   ],
 };

@@ -1,7 +1,9 @@
-import type { RawEventEnvelope } from '@svc/contracts';
+import { qualifiesAsConversion, type RawEventEnvelope } from '@svc/contracts';
 import { AccountsStore, type Db } from '@svc/runtime';
 import { earlierTouch, laterTouch, type Touch } from './context';
-import { conversionCandidate, qualifiesAsConversion } from './conversions';
+import { conversionCandidate } from './conversions';
+import { combineEngagement, eventPoints, scoringTime, type CompiledEngagementRules, type EngagementState } from './engagement';
+import { loadEngagementRules } from './engagement-rules-store';
 import { signalLockKey } from './ids';
 import { mergeProfiles, updateStability } from './merge';
 import { profileChange, resolvedEventRef, writeOutbox, type OutboxMessage } from './outbox';
@@ -23,8 +25,9 @@ export interface BatchOptions {
   actor?: string;
   defaultPhoneCountryCode?: string;
   /**
-   * The organisation's custom qualifying conversion names (from its
-   * connectors), or null for the defaults.
+   * The names that qualify as conversions for the organisation: the union
+   * over its active connectors (empty when it has none, so nothing goes on
+   * conversions.candidates), or null for the spec's defaults.
    */
   conversionNames?: (orgId: string) => Promise<ReadonlySet<string> | null>;
 }
@@ -34,6 +37,8 @@ export interface BatchOutcome {
   duplicates: number;
   profilesCreated: number;
   merges: MergeReason[];
+  /** Organisations whose stored engagement rules fail the check (their events scored nothing): to report. */
+  invalidEngagementRules: string[];
 }
 
 const ACTOR = 'identity-resolver';
@@ -58,7 +63,7 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
     seen.add(key);
     prepared.push(e);
   }
-  const outcome: BatchOutcome = { stored: 0, duplicates: envelopes.length - prepared.length, profilesCreated: 0, merges: [] };
+  const outcome: BatchOutcome = { stored: 0, duplicates: envelopes.length - prepared.length, profilesCreated: 0, merges: [], invalidEngagementRules: [] };
   if (prepared.length === 0) return outcome;
 
   // 1. Serialise on every identity in one global order, before reading anything.
@@ -85,7 +90,10 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
 
   // 5. Write.
   const final = (e: PreparedEvent, r: Resolution) => graphOf(graphs, e.orgId).find(r.profileId);
-  const deltas = profileDeltas(graphs, fresh, resolutions);
+  // Each organisation's engagement rules, read once per batch (in this transaction).
+  const engagement = await loadEngagementRules(trx, [...graphs.keys()]);
+  outcome.invalidEngagementRules = engagement.invalid;
+  const deltas = profileDeltas(graphs, fresh, resolutions, engagement.rules);
   const outbox: OutboxMessage[] = [];
 
   const created = [...graphs.values()].flatMap((g) => g.created.filter((n) => n.mergedInto === null).map((n) => ({ g, n })));
@@ -199,23 +207,33 @@ interface ProfileDelta {
   lastTouch: Touch | null;
   traits: Record<string, unknown>;
   userId: string | null;
+  /** The points of the batch's events, as of the latest of them (see engagement.ts). */
+  engagement: EngagementState;
+  halfLifeDays: number | null;
 }
 
 function profileDeltas(
   graphs: ReadonlyMap<string, IdentityGraph>,
   fresh: readonly PreparedEvent[],
   resolutions: readonly Resolution[],
+  engagementRules: ReadonlyMap<string, CompiledEngagementRules>,
 ): Map<string, ProfileDelta> {
   const deltas = new Map<string, ProfileDelta>();
   fresh.forEach((e, i) => {
     const g = graphOf(graphs, e.orgId);
     const id = g.find(resolutions[i]!.profileId);
+    const rules = engagementRules.get(e.orgId);
     let d = deltas.get(id);
     if (!d) {
-      d = { orgId: e.orgId, events: 0, sessions: 0, firstSeen: e.timestamp, lastSeen: e.timestamp, firstTouch: null, lastTouch: null, traits: {}, userId: null };
+      d = {
+        orgId: e.orgId, events: 0, sessions: 0, firstSeen: e.timestamp, lastSeen: e.timestamp, firstTouch: null, lastTouch: null, traits: {}, userId: null,
+        engagement: { score: 0, at: null }, halfLifeDays: rules?.halfLifeDays ?? null,
+      };
       deltas.set(id, d);
     }
     d.events++;
+    const points = rules ? eventPoints(rules, e.eventName, e.properties) : 0;
+    if (points !== 0) d.engagement = combineEngagement(d.engagement, { score: points, at: scoringTime(e.timestamp, e.receivedAt) }, d.halfLifeDays);
     if (e.timestamp < d.firstSeen) d.firstSeen = e.timestamp;
     if (e.timestamp > d.lastSeen) d.lastSeen = e.timestamp;
     d.firstTouch = earlierTouch(d.firstTouch, e.touch);
@@ -431,6 +449,9 @@ async function updateProfiles(trx: Db, deltas: ReadonlyMap<string, ProfileDelta>
     last_touch: d.lastTouch,
     traits: d.traits,
     user_id: d.userId,
+    engagement_points: d.engagement.score,
+    engagement_at: d.engagement.at,
+    half_life_days: d.halfLifeDays,
   }));
   // Touches compare by event time: a late event older than the first touch becomes the first touch.
   await trx.raw(
@@ -447,9 +468,15 @@ async function updateProfiles(trx: Db, deltas: ReadonlyMap<string, ProfileDelta>
                          then d.last_touch else p.last_touch end,
        traits = p.traits || d.traits,
        user_id = coalesce(p.user_id, d.user_id),
+       -- Both decayed to the later instant and added (engagement.ts); untouched when no event scored.
+       engagement_score = case when d.engagement_at is null then p.engagement_score else
+         identity.engagement_decay(p.engagement_score, p.engagement_updated_at, greatest(p.engagement_updated_at, d.engagement_at), d.half_life_days)
+         + identity.engagement_decay(d.engagement_points, d.engagement_at, greatest(p.engagement_updated_at, d.engagement_at), d.half_life_days) end,
+       engagement_updated_at = greatest(p.engagement_updated_at, d.engagement_at),
        updated_at = now()
      from jsonb_to_recordset(?::jsonb) as d (id uuid, events bigint, sessions integer, first_seen_at timestamptz,
-       last_seen_at timestamptz, first_touch jsonb, last_touch jsonb, traits jsonb, user_id text)
+       last_seen_at timestamptz, first_touch jsonb, last_touch jsonb, traits jsonb, user_id text,
+       engagement_points double precision, engagement_at timestamptz, half_life_days double precision)
      where p.id = d.id`,
     [JSON.stringify(rows)],
   );

@@ -45,3 +45,34 @@ export async function profileStats(db: Db, orgId: string, profileId: string, now
   const row = rows[0];
   return row && { total_sessions: Number(row.total_sessions), events_last_30_days: Number(row.events_last_30_days) };
 }
+
+/**
+ * SQL for the current engagement score of the profile row `alias` at the
+ * instant `atSql` (an SQL expression; default the statement's now()): the
+ * stored score is as of engagement_updated_at and decays under the
+ * organisation's half-life (none configured: as stored). Every reader of
+ * engagement_score uses this (the Profiles API's list, detail, search and
+ * sort).
+ */
+export function engagementScoreSql(alias: string, atSql = 'now()'): string {
+  return `identity.engagement_decay(${alias}.engagement_score, ${alias}.engagement_updated_at, ${atSql},
+    (select r.half_life_days from identity.engagement_rules r where r.org_id = ${alias}.org_id))`;
+}
+
+/** The organisation's engagement half-life in days; null when its scores never decay. */
+export async function engagementHalfLifeDays(db: Db, orgId: string): Promise<number | null> {
+  if (!UUID_PATTERN.test(orgId)) return null;
+  const row = (await db('identity.engagement_rules').where({ org_id: orgId }).first('half_life_days')) as { half_life_days: number | null } | undefined;
+  return row?.half_life_days ?? null;
+}
+
+/** The current engagement score of a profile (decayed to `now`), or undefined when there is no such profile. */
+export async function currentEngagementScore(db: Db, orgId: string, profileId: string, now = new Date()): Promise<number | undefined> {
+  if (!UUID_PATTERN.test(orgId) || !UUID_PATTERN.test(profileId)) return undefined;
+  const { rows } = (await db.raw(`select ${engagementScoreSql('p', '?::timestamptz')} as score from identity.profiles p where p.org_id = ? and p.id = ?`, [
+    now.toISOString(),
+    orgId,
+    profileId,
+  ])) as { rows: Array<{ score: number }> };
+  return rows[0] === undefined ? undefined : Number(rows[0].score);
+}

@@ -75,6 +75,9 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
       },
     });
     deps.onCommitted?.();
+    if (outcome.invalidEngagementRules.length > 0) {
+      deps.logger.warn({ orgIds: outcome.invalidEngagementRules }, 'resolver: stored engagement rules fail the check; their events scored no points (svcctl rules set fixes them)');
+    }
     const m = deps.metrics;
     if (m) {
       m.batchSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);

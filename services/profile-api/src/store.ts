@@ -1,4 +1,4 @@
-import { adminMergeProfiles, normalisePhone, resolveProfileId } from '@svc/identity-resolver';
+import { adminMergeProfiles, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity-resolver';
 import type { Db } from '@svc/runtime';
 import type { EventCursor } from './cursor';
 import { ProfileLimits, type SortField, type SortOrder } from './messages';
@@ -126,9 +126,13 @@ type Bind = string | number | boolean | null;
 
 const iso = (d: Date | string): string => (d instanceof Date ? d.toISOString() : new Date(d).toISOString());
 
-/** The list item's columns, from identity.profiles aliased `p`. */
+/**
+ * The list item's columns, from identity.profiles aliased `p`. engagement_score
+ * is the current value: the stored one decayed to now under the
+ * organisation's engagement rules (the resolver's engagementScoreSql).
+ */
 const ITEM_COLUMNS = `p.id, p.canonical_id, p.last_seen_at, p.first_seen_at, p.event_count, p.session_count,
-  p.engagement_score, p.created_at, p.identified, p.first_touch, p.last_touch`;
+  ${engagementScoreSql('p')} as engagement_score, p.created_at, p.identified, p.first_touch, p.last_touch`;
 
 interface ItemRow {
   id: string;
@@ -239,11 +243,16 @@ export class ProfileStore {
     const filter = q.identified === undefined ? '' : 'and p.identified = ?';
     const filterParams = q.identified === undefined ? [] : [q.identified];
     const dir = q.sortOrder === 'asc' ? 'asc' : 'desc';
+    // Scores that decay sort by their current value (every score decays by the same factor, so
+    // the order only changes with new events); without decay the stored value is current and its
+    // index serves the sort.
+    const decays = q.sortBy === 'engagement_score' && (await engagementHalfLifeDays(this.db, orgId)) !== null;
+    const sortColumn = decays ? engagementScoreSql('p') : SORT_COLUMNS[q.sortBy];
     const [page, count] = await Promise.all([
       this.db.raw<{ rows: ItemRow[] }>(
         `select ${ITEM_COLUMNS} from identity.profiles p
          where p.org_id = ? and p.merged_into is null ${filter}
-         order by ${SORT_COLUMNS[q.sortBy]} ${dir}, p.id ${dir}
+         order by ${sortColumn} ${dir}, p.id ${dir}
          limit ? offset ?`,
         [orgId, ...filterParams, q.limit, q.offset],
       ),
@@ -272,9 +281,9 @@ export class ProfileStore {
                    and e.event_timestamp > ?::timestamptz - interval '30 days' and e.event_timestamp <= ?::timestamptz) as events_last_30_days,
                 t.identified, t.user_id, t.first_touch, t.last_touch,
                 ${isoSql('t.first_seen_at')} as first_seen_at, ${isoSql('t.last_seen_at')} as last_seen_at,
-                t.event_count, t.engagement_score, ${isoSql('t.created_at')} as created_at
+                t.event_count, ${engagementScoreSql('t', '?::timestamptz')} as engagement_score, ${isoSql('t.created_at')} as created_at
          from t`,
-        [...target.params, now.toISOString(), now.toISOString()],
+        [...target.params, now.toISOString(), now.toISOString(), now.toISOString()],
       );
       const row = rows[0];
       if (!row) return undefined;

@@ -1,4 +1,5 @@
 import { busConfigSpec } from '@svc/bus';
+import { forwarderOwnConfigSpec } from '@svc/conversion-forwarder';
 import { gatewayOwnConfigSpec } from '@svc/ingest-gateway';
 import { profileApiOwnConfigSpec } from '@svc/profile-api';
 import { env, httpServiceConfigSpec } from '@svc/runtime';
@@ -7,7 +8,7 @@ import { env, httpServiceConfigSpec } from '@svc/runtime';
 export const standaloneConfigSpec = {
   ...httpServiceConfigSpec,
   DATA_DIR: env.string({
-    description: 'Where the embedded PostgreSQL keeps its data (unused when DATABASE_URL is set)',
+    description: 'Where the embedded PostgreSQL keeps its data (and the generated connector key when CONNECTOR_SECRET_KEY is unset)',
     default: './.data',
   }),
   DATABASE_URL: env.url({
@@ -18,4 +19,5 @@ export const standaloneConfigSpec = {
   ...busConfigSpec,
   ...gatewayOwnConfigSpec,
   ...profileApiOwnConfigSpec,
+  ...forwarderOwnConfigSpec,
 };

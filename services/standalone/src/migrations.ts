@@ -1,8 +1,9 @@
 import { busMigrations } from '@svc/bus';
 import { consentMigrations } from '@svc/consent-api';
+import { conversionsMigrations } from '@svc/conversion-forwarder';
 import { identityMigrations } from '@svc/identity-resolver';
 import { profileApiMigrations } from '@svc/profile-api';
 import { accountsMigrations, rateLimitMigrations, type MigrationSet } from '@svc/runtime';
 
 /** Every service's migrations, in the order they apply. */
-export const allMigrations: readonly MigrationSet[] = [accountsMigrations, rateLimitMigrations, busMigrations, identityMigrations, profileApiMigrations, consentMigrations];
+export const allMigrations: readonly MigrationSet[] = [accountsMigrations, rateLimitMigrations, busMigrations, identityMigrations, profileApiMigrations, consentMigrations, conversionsMigrations];

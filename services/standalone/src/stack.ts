@@ -1,5 +1,6 @@
-import { createBus, prefixedTopics, type BusConfig } from '@svc/bus';
+import { createBus, prefixedTopics } from '@svc/bus';
 import { mountConsentApi } from '@svc/consent-api';
+import { ConnectorStore, forwarderMetrics, keyFromDataDir, parseSecretKey, startForwarder } from '@svc/conversion-forwarder';
 import { resolverMetrics, startResolver } from '@svc/identity-resolver';
 import { mountGateway } from '@svc/ingest-gateway';
 import { mountProfileApi } from '@svc/profile-api';
@@ -11,18 +12,13 @@ import {
   runMigrations,
   serveHttp,
   startEmbeddedPostgres,
-  type HttpServiceConfig,
+  type ConfigValues,
   type Logger,
 } from '@svc/runtime';
+import type { standaloneConfigSpec } from './config';
 import { allMigrations } from './migrations';
 
-export type StackConfig = HttpServiceConfig &
-  BusConfig & {
-    DATA_DIR: string;
-    DATABASE_URL: string | undefined;
-    UPGRADE_URL: string;
-    CURSOR_SECRET: string | undefined;
-  };
+export type StackConfig = ConfigValues<typeof standaloneConfigSpec>;
 
 export interface RunningStack {
   url: string;
@@ -56,14 +52,28 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
     const topics = prefixedTopics(config.TOPIC_PREFIX);
     await bus.ensureTopics(Object.values(topics));
 
+    const secretKey = config.CONNECTOR_SECRET_KEY ? parseSecretKey(config.CONNECTOR_SECRET_KEY) : await keyFromDataDir(config.DATA_DIR);
+    const connectors = new ConnectorStore(db);
     const resolver = await startResolver({
       db,
       bus,
       topics,
       logger: logger.child({ component: 'identity-resolver' }),
       metrics: resolverMetrics(metrics),
+      batch: { conversionNames: (orgId) => connectors.qualifyingNames(orgId) },
     });
     lifecycle.registerFirst('identity-resolver', () => resolver.stop(), { timeoutMs: 30_000 });
+    const forwarder = await startForwarder({
+      db,
+      bus,
+      candidatesTopic: topics.conversionsCandidates,
+      secretKey,
+      logger: logger.child({ component: 'conversion-forwarder' }),
+      metrics: forwarderMetrics(metrics),
+      retry: { maxAttempts: config.FORWARDER_MAX_ATTEMPTS, baseMs: config.FORWARDER_RETRY_BASE_MS, capMs: config.FORWARDER_RETRY_CAP_MS },
+      pollIntervalMs: config.FORWARDER_POLL_INTERVAL_MS,
+    });
+    lifecycle.registerFirst('conversion-forwarder', () => forwarder.stop(), { timeoutMs: 30_000 });
     let stopConsentPublisher = async () => {};
     const http = await serveHttp({
       config,

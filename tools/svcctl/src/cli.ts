@@ -1,35 +1,14 @@
 import { parseArgs } from 'node:util';
-import {
-  AccountsStore,
-  KEY_TYPES,
-  PLAN_STATES,
-  ValidationError,
-  runMigrations,
-  type Db,
-  type KeyType,
-  type MigrationSet,
-  type PlanState,
-} from '@svc/runtime';
+import { AccountsStore, KEY_TYPES, PLAN_STATES, runMigrations, type KeyType, type PlanState } from '@svc/runtime';
+import { UsageError, integer, list, oneOf, type CliContext, type Command, type Values } from './command';
+import { connectorCommands } from './commands/connectors';
+import { ruleCommands } from './commands/rules';
 
-/** What a command needs; built once by main.ts (or by a test). */
-export interface CliContext {
-  db: Db;
-  migrations: readonly MigrationSet[];
-}
-
-/** Wrong words on the command line: exit code 2, nothing written. */
-export class UsageError extends Error {}
-
-type Values = Record<string, string | undefined>;
-
-interface Command {
-  usage: string;
-  /** Flags the command accepts (all take a value). */
-  flags: { required?: readonly string[]; optional?: readonly string[] };
-  run(values: Values, ctx: CliContext): Promise<object>;
-}
+export { UsageError, type CliContext } from './command';
 
 const COMMANDS: Record<string, Command> = {
+  ...connectorCommands,
+  ...ruleCommands,
   migrate: {
     usage: 'migrate',
     flags: {},
@@ -132,27 +111,6 @@ export function parseFlags(command: Command, rest: string[]): Values {
 }
 
 const store = (ctx: CliContext) => new AccountsStore(ctx.db);
-
-function integer(flag: string, raw: string, min: number): number {
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min) {
-    throw new ValidationError(`--${flag} must be an integer of at least ${min} (got ${JSON.stringify(raw)})`);
-  }
-  return n;
-}
-
-function oneOf(flag: string, raw: string, allowed: readonly string[]): string {
-  if (!allowed.includes(raw)) {
-    throw new ValidationError(`--${flag} must be one of ${allowed.join(', ')} (got ${JSON.stringify(raw)})`);
-  }
-  return raw;
-}
-
-const list = (raw: string | undefined): string[] =>
-  (raw ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
 
 /** The CLI speaks the HTTP API's snake_case, whatever the domain objects use. */
 export function snakeCaseKeys(value: unknown): unknown {

@@ -8,8 +8,10 @@ import {
   startEmbeddedPostgres,
   type EmbeddedPostgres,
 } from '@svc/runtime';
+import { keyFromDataDir, parseSecretKey } from '@svc/conversion-forwarder';
 import { allMigrations } from '@svc/standalone';
 import { USAGE, UsageError, parseFlags, resolveCommand, snakeCaseKeys } from './cli';
+import { InvalidInputError } from './command';
 
 /**
  * svcctl: the admin CLI. Prints exactly one JSON object on stdout; on error a
@@ -20,6 +22,7 @@ import { USAGE, UsageError, parseFlags, resolveCommand, snakeCaseKeys } from './
 const configSpec = {
   DATABASE_URL: env.url({ description: 'PostgreSQL URL; unset uses the embedded database in DATA_DIR', default: undefined, secret: true }),
   DATA_DIR: env.string({ description: 'Data directory of the standalone stack (embedded database)', default: './.data' }),
+  CONNECTOR_SECRET_KEY: env.optionalString({ description: 'Key that seals connector secrets; unset uses the one the standalone stack keeps in DATA_DIR', secret: true }),
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -41,7 +44,12 @@ async function main(argv: string[]): Promise<number> {
   try {
     // Every command first brings the schema up to date, so the CLI works on a fresh database.
     await runMigrations(db, allMigrations);
-    const result = await command.run(values, { db, migrations: allMigrations });
+    const result = await command.run(values, {
+      db,
+      migrations: allMigrations,
+      connectorSecretKey: async () =>
+        config.CONNECTOR_SECRET_KEY ? parseSecretKey(config.CONNECTOR_SECRET_KEY) : keyFromDataDir(config.DATA_DIR),
+    });
     process.stdout.write(`${JSON.stringify(snakeCaseKeys(result))}\n`);
     return 0;
   } finally {
@@ -54,7 +62,8 @@ function fail(err: unknown): number {
   const usage = err instanceof UsageError;
   const known = usage || err instanceof AppError || (err as Error)?.name === 'ConfigError';
   const message = known ? (err as Error).message : `unexpected failure: ${(err as Error)?.message ?? String(err)}`;
-  process.stderr.write(`${JSON.stringify({ error: message })}\n`);
+  const problems = err instanceof InvalidInputError ? { problems: err.problems } : {};
+  process.stderr.write(`${JSON.stringify({ error: message, ...problems })}\n`);
   return usage ? 2 : 1;
 }
 

@@ -1,36 +1,6 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
-
-const MAIN = path.resolve(__dirname, '../dist/main.js');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the built CLI as an operator would, against the test database. */
-function svcctl(url: string, ...args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, DATABASE_URL: url } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** The one JSON object a successful command prints. */
-async function ok(url: string, ...args: string[]): Promise<Record<string, unknown>> {
-  const run = await svcctl(url, ...args);
-  expect(run).toMatchObject({ code: 0, stderr: '' });
-  expect(run.stdout.trim().split('\n')).toHaveLength(1);
-  return JSON.parse(run.stdout) as Record<string, unknown>;
-}
+import { ok, svcctl } from './test-support/run';
 
 describeWithPostgres('svcctl against PostgreSQL', () => {
   let t: TestDatabase;
@@ -40,17 +10,17 @@ describeWithPostgres('svcctl against PostgreSQL', () => {
   afterAll(() => t.drop());
 
   it('creates organisations and keys of every type, revokes and rotates them', async () => {
-    expect(await ok(t.url, 'migrate')).toHaveProperty('applied');
-    const org = await ok(t.url, 'org create', '--name', 'Acme Ltd', '--monthly-quota', '5000');
+    expect(await ok(t.url, ['migrate'])).toHaveProperty('applied');
+    const org = await ok(t.url, ['org create', '--name', 'Acme Ltd', '--monthly-quota', '5000']);
     expect(org).toMatchObject({ name: 'Acme Ltd', monthly_event_quota: 5000, plan_state: 'active' });
     for (const [type, prefix] of [['write', 'uk_live_'], ['read', 'uk_read_'], ['admin', 'uk_admin_']]) {
-      const key = await ok(t.url, 'key', 'create', '--org', String(org.id), '--type', type!);
+      const key = await ok(t.url, ['key', 'create', '--org', String(org.id), '--type', type!]);
       expect(key).toMatchObject({ type, org_id: org.id });
       expect(String(key.key).startsWith(prefix!)).toBe(true);
     }
-    const restricted = await ok(t.url, 'key', 'create', '--org', String(org.id), '--type', 'write',
-      '--ip-allow', '10.0.0.0/8,192.0.2.1', '--origin-allow', 'https://shop.example.com', '--rate-cap', '30');
-    const listed = (await ok(t.url, 'key', 'list', '--org', String(org.id))).keys as Array<Record<string, unknown>>;
+    const restricted = await ok(t.url, ['key', 'create', '--org', String(org.id), '--type', 'write',
+      '--ip-allow', '10.0.0.0/8,192.0.2.1', '--origin-allow', 'https://shop.example.com', '--rate-cap', '30']);
+    const listed = (await ok(t.url, ['key', 'list', '--org', String(org.id)])).keys as Array<Record<string, unknown>>;
     expect(listed).toHaveLength(4);
     expect(JSON.stringify(listed)).not.toContain(String(restricted.key));
     expect(listed.find((k) => k.id === restricted.id)).toMatchObject({
@@ -59,13 +29,13 @@ describeWithPostgres('svcctl against PostgreSQL', () => {
       rate_per_minute_cap: 30,
     });
 
-    const rotated = await ok(t.url, 'key', 'rotate', '--id', String(restricted.id));
+    const rotated = await ok(t.url, ['key', 'rotate', '--id', String(restricted.id)]);
     expect(rotated).toMatchObject({ replaces: restricted.id, type: 'write' });
     expect(rotated.key).not.toEqual(restricted.key);
-    const revoked = await ok(t.url, 'key', 'revoke', '--id', String(rotated.id));
+    const revoked = await ok(t.url, ['key', 'revoke', '--id', String(rotated.id)]);
     expect(revoked.revoked_at).toEqual(expect.any(String));
 
-    expect(await ok(t.url, 'org', 'set-state', '--org', String(org.id), '--state', 'grace')).toMatchObject({ plan_state: 'grace' });
+    expect(await ok(t.url, ['org', 'set-state', '--org', String(org.id), '--state', 'grace'])).toMatchObject({ plan_state: 'grace' });
   });
 
   const orgless = '00000000-0000-4000-8000-000000000000';
@@ -85,10 +55,10 @@ describeWithPostgres('svcctl against PostgreSQL', () => {
     ['non-uuid key id', ['key', 'rotate', '--id', 'abc'], 1, /key abc not found/],
   ];
   it.each(bad)('%s: JSON error on stderr, non-zero exit, nothing written', async (_name, args, code, message) => {
-    const org = await ok(t.url, 'org', 'create', '--name', 'Scratch');
+    const org = await ok(t.url, ['org', 'create', '--name', 'Scratch']);
     const count = async () => (await t.db.raw('select (select count(*) from accounts.api_keys) + (select count(*) from accounts.organizations) as n')).rows[0].n;
     const before = await count();
-    const run = await svcctl(t.url, ...args.map((a) => (a === 'ORG' ? String(org.id) : a)));
+    const run = await svcctl(t.url, args.map((a) => (a === 'ORG' ? String(org.id) : a)));
     expect(run.code).toBe(code);
     if (args.length > 0) {
       expect(run.stdout).toBe('');

@@ -21,7 +21,8 @@ interface VarBase<T> {
 }
 
 export type VarSpec<T> = VarBase<T>;
-type Values<S> = { readonly [K in keyof S]: S[K] extends VarSpec<infer T> ? T : never };
+/** The parsed configuration of a spec. */
+export type ConfigValues<S> = { readonly [K in keyof S]: S[K] extends VarSpec<infer T> ? T : never };
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -107,7 +108,7 @@ export const env = {
 export function loadConfig<S extends Record<string, VarSpec<unknown>>>(
   spec: S,
   source: Record<string, string | undefined>,
-): Values<S> {
+): ConfigValues<S> {
   const out: Record<string, unknown> = {};
   const problems: string[] = [];
   for (const [name, v] of Object.entries(spec)) {
@@ -126,7 +127,7 @@ export function loadConfig<S extends Record<string, VarSpec<unknown>>>(
     }
   }
   if (problems.length) throw new ConfigError(problems);
-  return Object.freeze(out) as Values<S>;
+  return Object.freeze(out) as ConfigValues<S>;
 }
 
 /**
@@ -136,7 +137,7 @@ export function loadConfig<S extends Record<string, VarSpec<unknown>>>(
 export function loadConfigOrExit<S extends Record<string, VarSpec<unknown>>>(
   spec: S,
   source: Record<string, string | undefined>,
-): Values<S> {
+): ConfigValues<S> {
   try {
     return loadConfig(spec, source);
   } catch (err) {

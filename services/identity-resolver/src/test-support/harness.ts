@@ -195,6 +195,8 @@ export interface ProfileRow {
   event_count: number;
   session_count: number;
   engagement_score: number;
+  /** The instant engagement_score is as of (null until an event scores). */
+  engagement_updated_at: Date | null;
   first_touch: Record<string, unknown> | null;
   last_touch: Record<string, unknown> | null;
   created_at: Date;

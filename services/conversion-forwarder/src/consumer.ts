@@ -1,0 +1,100 @@
+import type { MessageBatch } from '@svc/bus';
+import type { ConversionCandidate } from '@svc/contracts';
+import type { Db, Logger } from '@svc/runtime';
+import type { ConnectorStore } from './connectors';
+import type { ForwarderMetrics } from './metrics';
+import { pickClick, qualifyingConnectors, toConversion, type StoredClick } from './plan';
+import { USABLE_CLICK_TYPES, type Platform } from './platforms/types';
+import type { ConversionQueue, NewQueueRow } from './queue';
+
+export interface CandidateHandlerDeps {
+  db: Db;
+  connectors: ConnectorStore;
+  queue: ConversionQueue;
+  logger: Logger;
+  metrics?: ForwarderMetrics;
+  /** Called after rows were queued, so delivery starts without waiting for its poll. */
+  onQueued?: () => void;
+  now?: () => Date;
+}
+
+const ALL_CLICK_TYPES = [...new Set(Object.values(USABLE_CLICK_TYPES).flat())];
+
+/**
+ * Turns conversions.candidates into queue rows: per active connector whose
+ * names the event matches, with the profile's best live click for that
+ * platform. Idempotent (the queue's unique indexes), so the bus may redeliver.
+ */
+export function createCandidateHandler(deps: CandidateHandlerDeps) {
+  const now = deps.now ?? (() => new Date());
+  return async (batch: MessageBatch<ConversionCandidate>): Promise<void> => {
+    const candidates = batch.messages.map((m) => m.value);
+    const rules = await deps.connectors.activeRules([...new Set(candidates.map((c) => c.orgId))]);
+    const rows: NewQueueRow[] = [];
+    const expired = new Map<string, StoredClick & { orgId: string }>();
+    for (const candidate of candidates) {
+      const targets = qualifyingConnectors(candidate, rules);
+      if (targets.length === 0) continue;
+      const clicks = await clicksOf(deps.db, candidate.orgId, candidate.profileId);
+      for (const connector of targets) {
+        const { click, expired: past } = pickClick(connector.platform, clicks, now());
+        for (const c of past) expired.set(`${candidate.orgId}\u0000${c.type}\u0000${c.id}`, { ...c, orgId: candidate.orgId });
+        if (!click) {
+          deps.metrics?.conversions.inc({ platform: connector.platform, outcome: 'no_click' });
+          continue;
+        }
+        rows.push({
+          orgId: candidate.orgId,
+          connectorId: connector.id,
+          platform: connector.platform,
+          messageId: candidate.messageId,
+          eventId: candidate.eventId,
+          profileId: candidate.profileId,
+          eventName: candidate.eventName,
+          orderId: candidate.orderId,
+          conversion: toConversion(candidate, click),
+        });
+      }
+    }
+    await markExhausted(deps.db, [...expired.values()]);
+    const queued = await deps.queue.enqueue(rows);
+    countQueued(deps.metrics, rows, queued);
+    if (queued.length > 0) deps.onQueued?.();
+  };
+}
+
+/** The click IDs of the profile the candidate names, or of the profile it was merged into since. */
+async function clicksOf(db: Db, orgId: string, profileId: string): Promise<StoredClick[]> {
+  const { rows } = await db.raw<{
+    rows: Array<{ click_type: string; click_id: string; first_seen_at: Date; last_seen_at: Date; is_exhausted: boolean }>;
+  }>(
+    `select c.click_type, c.click_id, c.first_seen_at, c.last_seen_at, c.is_exhausted
+     from identity.profiles p
+     join identity.click_ids c on c.org_id = p.org_id and c.profile_id = coalesce(p.merged_into, p.id)
+     where p.org_id = ? and p.id = ? and c.click_type = any(?)`,
+    [orgId, profileId, ALL_CLICK_TYPES],
+  );
+  return rows.map((r) => ({ type: r.click_type, id: r.click_id, firstSeenAt: r.first_seen_at, lastSeenAt: r.last_seen_at, isExhausted: r.is_exhausted }));
+}
+
+/** Marks clicks exhausted (past their window, or refused by the platform); never clears the mark. */
+export async function markExhausted(db: Db, clicks: ReadonlyArray<{ orgId: string; type: string; id: string }>): Promise<void> {
+  if (clicks.length === 0) return;
+  await db.raw(
+    `update identity.click_ids c set is_exhausted = true, exhausted_at = now()
+     from unnest(?::uuid[], ?::text[], ?::text[]) as k (org_id, click_type, click_id)
+     where c.org_id = k.org_id and c.click_type = k.click_type and c.click_id = k.click_id and not c.is_exhausted`,
+    [clicks.map((c) => c.orgId), clicks.map((c) => c.type), clicks.map((c) => c.id)],
+  );
+}
+
+function countQueued(metrics: ForwarderMetrics | undefined, rows: readonly NewQueueRow[], queued: readonly Platform[]): void {
+  if (!metrics) return;
+  const tally = (platforms: readonly Platform[]) => platforms.reduce((m, p) => m.set(p, (m.get(p) ?? 0) + 1), new Map<Platform, number>());
+  const queuedBy = tally(queued);
+  for (const [platform, offered] of tally(rows.map((r) => r.platform))) {
+    const n = queuedBy.get(platform) ?? 0;
+    metrics.conversions.inc({ platform, outcome: 'queued' }, n);
+    metrics.conversions.inc({ platform, outcome: 'duplicate' }, offered - n);
+  }
+}

@@ -1,0 +1,193 @@
+import type { Db } from '@svc/runtime';
+import type { Conversion, Platform } from './platforms/types';
+
+/**
+ * conversions.queue: one row per conversion per platform, written before any
+ * call. Claiming a row takes a lease (next_attempt_at moves into the future),
+ * so a process that dies mid-call leaves the row to be retried after the
+ * lease, never lost; the platforms' own de-duplication (Meta's event_id,
+ * Google's order id / click + action + time) absorbs that rare second call.
+ */
+
+export const QUEUE_STATUSES = ['queued', 'sent', 'failed', 'dead'] as const;
+export type QueueStatus = (typeof QUEUE_STATUSES)[number];
+
+export interface NewQueueRow {
+  orgId: string;
+  connectorId: string;
+  platform: Platform;
+  messageId: string;
+  eventId: string;
+  profileId: string;
+  eventName: string;
+  orderId: string | null;
+  conversion: Conversion;
+}
+
+export interface ClaimedRow {
+  id: string;
+  orgId: string;
+  connectorId: string;
+  platform: Platform;
+  attempts: number;
+  conversion: Conversion;
+}
+
+/** What `svcctl conversions list` shows: no secrets, no contact details, not even hashed. */
+export interface QueueView {
+  id: string;
+  connectorId: string;
+  platform: Platform;
+  messageId: string;
+  eventName: string;
+  orderId: string | null;
+  value: number | null;
+  currency: string;
+  clickType: string;
+  status: QueueStatus;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  nextAttemptAt: Date | null;
+  createdAt: Date;
+  sentAt: Date | null;
+}
+
+interface StoredConversion extends Omit<Conversion, 'eventTime' | 'click'> {
+  eventTime: string;
+  click: { type: string; id: string; firstSeenAt: string };
+}
+
+const revive = (c: StoredConversion): Conversion => ({
+  ...c,
+  eventTime: new Date(c.eventTime),
+  click: { ...c.click, firstSeenAt: new Date(c.click.firstSeenAt) },
+});
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export class ConversionQueue {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Queues what is new; a row whose message (redelivery) or order id (a
+   * repeated order) is already queued for that platform is skipped. Returns
+   * the platform of each row queued.
+   */
+  async enqueue(rows: readonly NewQueueRow[]): Promise<Platform[]> {
+    if (rows.length === 0) return [];
+    const inserted = (await this.db('conversions.queue')
+      .insert(
+        rows.map((r) => ({
+          org_id: r.orgId,
+          connector_id: r.connectorId,
+          platform: r.platform,
+          message_id: r.messageId,
+          event_id: r.eventId,
+          profile_id: r.profileId,
+          event_name: r.eventName,
+          order_id: r.orderId,
+          conversion: JSON.stringify(r.conversion),
+        })),
+      )
+      .onConflict()
+      .ignore()
+      .returning('platform')) as Array<{ platform: Platform }>;
+    return inserted.map((r) => r.platform);
+  }
+
+  /** Takes up to `limit` due rows of active connectors, leasing each for `leaseMs`. */
+  async claimDue(limit: number, leaseMs: number): Promise<ClaimedRow[]> {
+    const { rows } = await this.db.raw<{
+      rows: Array<{ id: string; org_id: string; connector_id: string; platform: Platform; attempts: number; conversion: StoredConversion }>;
+    }>(
+      `update conversions.queue q
+       set attempts = q.attempts + 1, next_attempt_at = now() + make_interval(secs => ?), updated_at = now()
+       where q.id in (
+         select d.id from conversions.queue d
+         join conversions.connectors c on c.id = d.connector_id and c.state = 'active'
+         where d.status = 'queued' and d.next_attempt_at <= now()
+         order by d.next_attempt_at
+         limit ?
+         for update of d skip locked)
+       returning q.id, q.org_id, q.connector_id, q.platform, q.attempts, q.conversion`,
+      [leaseMs / 1000, limit],
+    );
+    return rows.map((r) => ({
+      id: String(r.id),
+      orgId: r.org_id,
+      connectorId: r.connector_id,
+      platform: r.platform,
+      attempts: r.attempts,
+      conversion: revive(r.conversion),
+    }));
+  }
+
+  async markSent(id: string, status: number): Promise<void> {
+    await this.db('conversions.queue')
+      .where({ id })
+      .update({ status: 'sent', last_status: status, last_error: null, sent_at: this.db.fn.now(), updated_at: this.db.fn.now() });
+  }
+
+  async retryLater(id: string, status: number | null, error: string, delayMs: number): Promise<void> {
+    await this.db('conversions.queue')
+      .where({ id })
+      .update({
+        last_status: status,
+        last_error: error,
+        next_attempt_at: this.db.raw('now() + make_interval(secs => ?)', [delayMs / 1000]),
+        updated_at: this.db.fn.now(),
+      });
+  }
+
+  /** `failed` (refused for good) or `dead` (retries used up). */
+  async finish(id: string, status: 'failed' | 'dead', httpStatus: number | null, error: string): Promise<void> {
+    await this.db('conversions.queue')
+      .where({ id })
+      .update({ status, last_status: httpStatus, last_error: error, updated_at: this.db.fn.now() });
+  }
+
+  async list(orgId: string, options: { status?: QueueStatus; limit?: number } = {}): Promise<QueueView[]> {
+    if (!UUID.test(orgId)) return [];
+    const rows = (await this.db('conversions.queue')
+      .where({ org_id: orgId })
+      .modify((q) => {
+        if (options.status) void q.andWhere({ status: options.status });
+      })
+      .orderBy('id', 'desc')
+      .limit(options.limit ?? 100)) as Array<{
+      id: string;
+      connector_id: string;
+      platform: Platform;
+      message_id: string;
+      event_name: string;
+      order_id: string | null;
+      conversion: StoredConversion;
+      status: QueueStatus;
+      attempts: number;
+      last_status: number | null;
+      last_error: string | null;
+      next_attempt_at: Date;
+      created_at: Date;
+      sent_at: Date | null;
+    }>;
+    return rows.map((r) => ({
+      id: String(r.id),
+      connectorId: r.connector_id,
+      platform: r.platform,
+      messageId: r.message_id,
+      eventName: r.event_name,
+      orderId: r.order_id,
+      value: r.conversion.value,
+      currency: r.conversion.currency,
+      clickType: r.conversion.click.type,
+      status: r.status,
+      attempts: r.attempts,
+      lastStatus: r.last_status,
+      lastError: r.last_error,
+      nextAttemptAt: r.status === 'queued' ? r.next_attempt_at : null,
+      createdAt: r.created_at,
+      sentAt: r.sent_at,
+    }));
+  }
+}

@@ -1,0 +1,74 @@
+import type { Bus } from '@svc/bus';
+import type { ConversionCandidate, TopicSpec } from '@svc/contracts';
+import type { Db, Logger } from '@svc/runtime';
+import { ConnectorStore, type Connector } from './connectors';
+import { createCandidateHandler } from './consumer';
+import { DeliveryWorker, type RetryPolicy } from './delivery';
+import type { ForwarderMetrics } from './metrics';
+import { createPlatformClient } from './platforms';
+import type { PlatformClient } from './platforms/types';
+import { ConversionQueue } from './queue';
+
+export interface StartForwarderOptions {
+  db: Db;
+  bus: Bus;
+  candidatesTopic: TopicSpec;
+  /** CONNECTOR_SECRET_KEY, parsed (secrets.ts). */
+  secretKey: Buffer;
+  logger: Logger;
+  metrics?: ForwarderMetrics;
+  groupId?: string;
+  retry?: RetryPolicy;
+  pollIntervalMs?: number;
+  leaseMs?: number;
+  /** Tests only: replaces the platform clients. */
+  clientFor?: (connector: Connector) => PlatformClient;
+}
+
+export interface RunningForwarder {
+  worker: DeliveryWorker;
+  stop(): Promise<void>;
+}
+
+/** Consumes conversions.candidates into the queue and delivers the queue to the platforms. */
+export async function startForwarder(o: StartForwarderOptions): Promise<RunningForwarder> {
+  const connectors = new ConnectorStore(o.db, o.secretKey);
+  const queue = new ConversionQueue(o.db);
+  const worker = new DeliveryWorker({
+    db: o.db,
+    connectors,
+    queue,
+    clientFor: o.clientFor ?? ((c) => createPlatformClient(c.platform, c.config)),
+    logger: o.logger,
+    ...(o.metrics ? { metrics: o.metrics } : {}),
+    ...(o.retry ? { retry: o.retry } : {}),
+    ...(o.pollIntervalMs === undefined ? {} : { pollIntervalMs: o.pollIntervalMs }),
+    ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
+  });
+  await o.bus.ensureTopics([o.candidatesTopic]);
+  worker.start();
+  try {
+    const subscription = await o.bus.subscribe<ConversionCandidate>({
+      groupId: o.groupId ?? 'conversion-forwarder',
+      topics: [o.candidatesTopic],
+      handler: createCandidateHandler({
+        db: o.db,
+        connectors,
+        queue,
+        logger: o.logger,
+        ...(o.metrics ? { metrics: o.metrics } : {}),
+        onQueued: () => worker.wake(),
+      }),
+    });
+    return {
+      worker,
+      async stop() {
+        await subscription.stop();
+        await worker.stop();
+      },
+    };
+  } catch (err) {
+    await worker.stop();
+    throw err;
+  }
+}

@@ -1,0 +1,54 @@
+import { readFile, stat } from 'node:fs/promises';
+import { checkEngagementRules, formatProblem } from '@svc/contracts';
+import { getEngagementRules, setEngagementRules } from '@svc/identity-resolver';
+import { AccountsStore, ValidationError } from '@svc/runtime';
+import { InvalidInputError, type Command } from '../command';
+
+/** Largest rules file read (a full document of 200 rules is far smaller). */
+const MAX_FILE_BYTES = 1_048_576;
+
+/**
+ * Engagement rules (libs/contracts `EngagementRules`): points per event,
+ * evaluated by the identity resolver on every newly stored event. `set`
+ * checks the whole file and stores nothing unless every rule is valid.
+ */
+export const ruleCommands: Record<string, Command> = {
+  'rules set': {
+    usage: 'rules set --org <id> --file <rules.json>',
+    flags: { required: ['org', 'file'] },
+    async run(v, ctx) {
+      const check = checkEngagementRules(await readJsonFile(v.file!));
+      if (!check.ok) {
+        const problems = check.problems.map(formatProblem);
+        const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
+        throw new InvalidInputError(`${v.file!} is not a valid engagement rules document (${count}): ${problems.join('; ')}`, problems);
+      }
+      await new AccountsStore(ctx.db).getOrganization(v.org!);
+      return setEngagementRules(ctx.db, v.org!, check.rules);
+    },
+  },
+  'rules show': {
+    usage: 'rules show --org <id>',
+    flags: { required: ['org'] },
+    async run(v, ctx) {
+      await new AccountsStore(ctx.db).getOrganization(v.org!);
+      return getEngagementRules(ctx.db, v.org!);
+    },
+  },
+};
+
+async function readJsonFile(file: string): Promise<unknown> {
+  let text: string;
+  try {
+    if ((await stat(file)).size > MAX_FILE_BYTES) throw new ValidationError(`--file ${file} is larger than ${MAX_FILE_BYTES} bytes`);
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if (err instanceof ValidationError) throw err;
+    throw new ValidationError(`--file ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new ValidationError(`--file ${file} is not valid JSON: ${(err as Error).message}`);
+  }
+}
