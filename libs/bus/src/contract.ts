@@ -213,6 +213,19 @@ export function runBusContract(name: string, makeBus: () => Promise<BusUnderTest
       expect(union(byA.ids(), byB.ids())).toEqual(new Set(produced));
     });
 
+    it('reports where each partition ends, so a reader knows when it has read everything', async () => {
+      const { bus } = await open();
+      const topic = topicNamed('ends', 3);
+      await bus.ensureTopics([topic]);
+      expect(await bus.endOffsets(topic)).toEqual(['0', '0', '0']);
+      const all = range(0, 30).map((seq) => message(`k${seq % 7}`, seq));
+      await produceOk(bus, topic, all);
+      const ends = await bus.endOffsets(topic);
+      for (const p of range(0, 3)) {
+        expect(ends[p]).toBe(String(all.filter((m) => partitionFor(m.key, 3) === p).length));
+      }
+    });
+
     it('gives a second group every message too', async () => {
       const { bus } = await open();
       const topic = topicNamed('fanout', 3);

@@ -74,6 +74,12 @@ export interface Bus {
    */
   produce<T>(topic: TopicSpec, messages: readonly OutgoingMessage<T>[]): Promise<ProduceResult[]>;
   subscribe<T>(options: SubscribeOptions<T>): Promise<Subscription>;
+  /**
+   * Per partition (by index), the offset the next stored message will get:
+   * everything below it is readable. How a reader of the whole log (a replay)
+   * knows where "now" ends.
+   */
+  endOffsets(topic: TopicSpec): Promise<string[]>;
   /** Stops every subscription, flushes and disconnects. */
   close(): Promise<void>;
 }

@@ -125,11 +125,17 @@ export interface TopicSpec<S extends TSchema = TSchema> {
   name: string;
   partitions: number;
   schema: S;
+  /**
+   * Never deleted by retention: the raw events are the source of truth that
+   * a replay rebuilds every projection from. Other topics keep the log's
+   * retention.
+   */
+  retainForever?: boolean;
 }
 
 /** Every topic the services use, with its payload schema and partition count. */
 export const Topics = {
-  eventsRaw: { name: 'events.raw', partitions: 8, schema: RawEventEnvelopeSchema },
+  eventsRaw: { name: 'events.raw', partitions: 8, schema: RawEventEnvelopeSchema, retainForever: true },
   eventsResolved: { name: 'events.resolved', partitions: 8, schema: ResolvedEventSchema },
   profilesChanges: { name: 'profiles.changes', partitions: 4, schema: ProfileChangeSchema },
   conversionsCandidates: {

@@ -11,6 +11,7 @@ export * from './outbox';
 export * from './prepare';
 export * from './process-batch';
 export * from './profiles';
+export * from './replay';
 export * from './resolve';
 export * from './resolver';
 export * from './retry';

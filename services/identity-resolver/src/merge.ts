@@ -2,6 +2,7 @@ import { NotFoundError, ValidationError, type Db } from '@svc/runtime';
 import { profileChange, writeOutbox } from './outbox';
 import { resolveProfileId } from './profiles';
 import type { MergeReason } from './resolve';
+import { holdOffReplay } from './replay-lock';
 import { ConcurrentWriteError, inTransactionWithRetry } from './retry';
 
 /**
@@ -153,6 +154,7 @@ export interface AdminMergeInput {
 export async function adminMergeProfiles(db: Db, input: AdminMergeInput): Promise<{ sourceId: string; targetId: string }> {
   if (input.source === input.target) throw new ValidationError('source and target are the same profile');
   return inTransactionWithRetry(db, async (trx) => {
+    await holdOffReplay(trx);
     const sourceId = await resolveProfileId(trx, input.orgId, input.source);
     const targetId = await resolveProfileId(trx, input.orgId, input.target);
     if (!sourceId || !targetId) throw new NotFoundError('One or both profiles not found');

@@ -5,6 +5,7 @@ import { conversionCandidate } from './conversions';
 import { combineEngagement, eventPoints, scoringTime, type CompiledEngagementRules, type EngagementState } from './engagement';
 import { loadEngagementRules } from './engagement-rules-store';
 import { signalLockKey } from './ids';
+import { holdOffReplay } from './replay-lock';
 import { mergeProfiles, updateStability } from './merge';
 import { profileChange, resolvedEventRef, writeOutbox, type OutboxMessage } from './outbox';
 import { prepareEvent, type PreparedEvent } from './prepare';
@@ -30,6 +31,12 @@ export interface BatchOptions {
    * conversions.candidates), or null for the spec's defaults.
    */
   conversionNames?: (orgId: string) => Promise<ReadonlySet<string> | null>;
+  /**
+   * Rebuilding the projections (replay.ts): the replay holds the projections
+   * exclusively, so no identity locks; and it restates history rather than
+   * adding to it, so no usage and no outputs.
+   */
+  replay?: boolean;
 }
 
 export interface BatchOutcome {
@@ -66,10 +73,14 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   const outcome: BatchOutcome = { stored: 0, duplicates: envelopes.length - prepared.length, profilesCreated: 0, merges: [], invalidEngagementRules: [] };
   if (prepared.length === 0) return outcome;
 
-  // 1. Serialise on every identity in one global order, before reading anything.
-  const keys = [...new Set(prepared.flatMap((e) => lookupSignals(e).map((s) => signalLockKey(e.orgId, s.type, s.value))))];
-  keys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  await trx.raw('select count(pg_advisory_xact_lock(k)) from unnest(?::bigint[]) as k', [keys.map(String)]);
+  // 1. Serialise on every identity in one global order, before reading anything
+  //    (and wait while a replay rebuilds the projections).
+  if (!options.replay) {
+    await holdOffReplay(trx);
+    const keys = [...new Set(prepared.flatMap((e) => lookupSignals(e).map((s) => signalLockKey(e.orgId, s.type, s.value))))];
+    keys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    await trx.raw('select count(pg_advisory_xact_lock(k)) from unnest(?::bigint[]) as k', [keys.map(String)]);
+  }
 
   // 2. Already stored: a redelivery or a retry. Nothing of theirs happens again.
   const { rows: existing } = (await trx.raw(
@@ -126,6 +137,7 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
     u.n++;
     usage.set(k, u);
   }
+  if (options.replay) return outcome;
   for (const k of [...usage.keys()].sort()) {
     const u = usage.get(k)!;
     await AccountsStore.addUsage(trx, u.orgId, u.at, u.n);

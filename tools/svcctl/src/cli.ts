@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { AccountsStore, KEY_TYPES, PLAN_STATES, runMigrations, type KeyType, type PlanState } from '@svc/runtime';
 import { UsageError, integer, list, oneOf, type CliContext, type Command, type Values } from './command';
 import { connectorCommands } from './commands/connectors';
+import { replayCommands } from './commands/replay';
 import { ruleCommands } from './commands/rules';
 
 export { UsageError, type CliContext } from './command';
@@ -9,6 +10,7 @@ export { UsageError, type CliContext } from './command';
 const COMMANDS: Record<string, Command> = {
   ...connectorCommands,
   ...ruleCommands,
+  ...replayCommands,
   migrate: {
     usage: 'migrate',
     flags: {},

@@ -1,4 +1,7 @@
-import { ValidationError, type Db, type MigrationSet } from '@svc/runtime';
+import type { Bus, prefixedTopics } from '@svc/bus';
+import { ValidationError, type Db, type Logger, type MigrationSet } from '@svc/runtime';
+
+type Topics = ReturnType<typeof prefixedTopics>;
 
 /** What a command needs; built once by main.ts (or by a test). */
 export interface CliContext {
@@ -6,6 +9,11 @@ export interface CliContext {
   migrations: readonly MigrationSet[];
   /** The key that seals connector secrets (CONNECTOR_SECRET_KEY, or the one in DATA_DIR). */
   connectorSecretKey(): Promise<Buffer>;
+  /** The log (Kafka with KAFKA_BROKERS, else the Postgres-backed log), opened on first use and closed on exit. */
+  bus(): Promise<{ bus: Bus; topics: Topics }>;
+  logger: Logger;
+  /** PHONE_DEFAULT_COUNTRY_CODE, as the resolver reads it. */
+  defaultPhoneCountryCode: string;
 }
 
 /** Wrong words on the command line: exit code 2, nothing written. */

@@ -1,7 +1,10 @@
 #!/usr/bin/env node
+import { busConfigSpec, createBus, prefixedTopics, type Bus } from '@svc/bus';
+import { resolverOwnConfigSpec } from '@svc/identity-resolver';
 import {
   AppError,
   createDb,
+  createLogger,
   env,
   loadConfig,
   runMigrations,
@@ -23,6 +26,10 @@ const configSpec = {
   DATABASE_URL: env.url({ description: 'PostgreSQL URL; unset uses the embedded database in DATA_DIR', default: undefined, secret: true }),
   DATA_DIR: env.string({ description: 'Data directory of the standalone stack (embedded database)', default: './.data' }),
   CONNECTOR_SECRET_KEY: env.optionalString({ description: 'Key that seals connector secrets; unset uses the one the standalone stack keeps in DATA_DIR', secret: true }),
+  // `replay` reads the log the services write.
+  ...busConfigSpec,
+  PHONE_DEFAULT_COUNTRY_CODE: resolverOwnConfigSpec.PHONE_DEFAULT_COUNTRY_CODE,
+  LOG_LEVEL: env.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { description: 'Log level of what svcctl reports on stderr, besides its result', default: 'error' }),
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -41,6 +48,9 @@ async function main(argv: string[]): Promise<number> {
     url = embedded.url;
   }
   const db = createDb({ url, poolMax: 2, applicationName: 'svcctl' });
+  const databaseUrl = url;
+  const logger = createLogger({ name: 'svcctl', level: config.LOG_LEVEL, destination: process.stderr });
+  let opened: Promise<{ bus: Bus; topics: ReturnType<typeof prefixedTopics> }> | undefined;
   try {
     // Every command first brings the schema up to date, so the CLI works on a fresh database.
     await runMigrations(db, allMigrations);
@@ -49,10 +59,15 @@ async function main(argv: string[]): Promise<number> {
       migrations: allMigrations,
       connectorSecretKey: async () =>
         config.CONNECTOR_SECRET_KEY ? parseSecretKey(config.CONNECTOR_SECRET_KEY) : keyFromDataDir(config.DATA_DIR),
+      bus: () =>
+        (opened ??= createBus(config, { db, databaseUrl, logger }).then((bus) => ({ bus, topics: prefixedTopics(config.TOPIC_PREFIX) }))),
+      logger,
+      defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
     });
     process.stdout.write(`${JSON.stringify(snakeCaseKeys(result))}\n`);
     return 0;
   } finally {
+    await (await opened?.catch(() => undefined))?.bus.close();
     await db.destroy();
     await embedded?.stop();
   }

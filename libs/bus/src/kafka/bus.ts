@@ -132,6 +132,15 @@ class KafkaBusImpl implements KafkaBus {
     };
   }
 
+  async endOffsets(topic: TopicSpec): Promise<string[]> {
+    this.assertOpen();
+    const state = await guard('ensure topics', this.topics.ensure(topic, false), this.timeoutMs);
+    const offsets = await guard(`end offsets of ${topic.name}`, this.admin.get().then((a) => a.fetchTopicOffsets(topic.name)), this.timeoutMs);
+    const ends = Array.from({ length: state.partitions }, () => '0');
+    for (const o of offsets) ends[o.partition] = o.high;
+    return ends;
+  }
+
   close(): Promise<void> {
     this.closing ??= (async () => {
       await Promise.all([...this.subscriptions].map((s) => s.stop()));

@@ -287,6 +287,14 @@ describeWithKafka('kafka adapter', () => {
         includeSynonyms: false,
       });
       expect(resources[0]?.configEntries[0]?.configValue).toBe('LogAppendTime');
+      // A topic kept forever (the raw events a replay rebuilds from) has no time limit.
+      const kept = { ...topicNamed('kept'), retainForever: true };
+      await busWith().ensureTopics([kept]);
+      const keptConfig = await admin.describeConfigs({
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: kept.name, configNames: ['retention.ms'] }],
+        includeSynonyms: false,
+      });
+      expect(keptConfig.resources[0]?.configEntries[0]?.configValue).toBe('-1');
       const registry = new SchemaRegistryClient({ baseURLs: [kafkaEndpoints().registryUrl] });
       expect(await registry.getAllVersions(valueSubject(topic.name))).toEqual([1]);
       // Dead-letter topics get no schema; a reader creates a missing topic but registers nothing.

@@ -67,7 +67,10 @@ export class TopicManager {
             topic: spec.name,
             numPartitions: spec.partitions,
             // The port's IncomingMessage.timestamp is when the log stored the message, not the producer's clock.
-            configEntries: [{ name: 'message.timestamp.type', value: 'LogAppendTime' }],
+            configEntries: [
+              { name: 'message.timestamp.type', value: 'LogAppendTime' },
+              ...(spec.retainForever ? [{ name: 'retention.ms', value: '-1' }] : []),
+            ],
           },
         ],
         waitForLeaders: true,

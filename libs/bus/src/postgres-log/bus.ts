@@ -140,6 +140,18 @@ class PgLogBus implements PostgresLogBus {
     };
   }
 
+  async endOffsets(topic: TopicSpec): Promise<string[]> {
+    this.assertOpen();
+    const partitions = await this.guard('end offsets', this.partitionsOf(topic));
+    const rows = (await this.guard(
+      `end offsets of ${topic.name}`,
+      this.db('bus.partitions').where({ topic: topic.name }).select('partition', 'next_offset'),
+    )) as Array<{ partition: number; next_offset: string }>;
+    const ends = Array.from({ length: partitions }, () => '0');
+    for (const r of rows) ends[r.partition] = String(r.next_offset);
+    return ends;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -168,7 +180,7 @@ class PgLogBus implements PostgresLogBus {
     const ensure = async (): Promise<number> => {
       const known = cached ? await cached.catch(() => 0) : 0;
       if (known >= topic.partitions) return known;
-      return this.withConnection((q) => ensureTopic(q, topic.name, topic.partitions));
+      return this.withConnection((q) => ensureTopic(q, topic.name, topic.partitions, topic.retainForever));
     };
     const next = ensure();
     this.topicCache.set(topic.name, next);

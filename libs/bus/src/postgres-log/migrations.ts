@@ -64,5 +64,12 @@ export const busMigrations: MigrationSet = {
         `);
       },
     },
+    {
+      name: '0002_retain_forever',
+      async up(db) {
+        // Topics whose messages the retention sweep never deletes (TopicSpec.retainForever).
+        await db.raw('alter table bus.topics add column retain_forever boolean not null default false');
+      },
+    },
   ],
 };

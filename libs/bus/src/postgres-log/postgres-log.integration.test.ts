@@ -195,6 +195,15 @@ describeWithPostgres('Postgres log bus', () => {
       expect(seen).toEqual([2, 3]);
     });
 
+    it('retention never deletes from a topic kept forever (the raw events a replay needs)', async () => {
+      const kept = { ...topicNamed('kept'), retainForever: true };
+      const bus = busWith({ retentionHours: 1 });
+      await bus.produce(kept, [{ key: 'k', value: { w: 0, i: 0 } }]);
+      await t.db('bus.messages').where({ topic: kept.name }).update({ created_at: t.db.raw("now() - interval '2 hours'") });
+      await bus.sweepRetention();
+      expect(await t.db('bus.messages').where({ topic: kept.name }).pluck('offset')).toHaveLength(1);
+    });
+
     it('a consumer whose session is cut reconnects and resumes from its committed offset', async () => {
       const topic = topicNamed('cut', 2);
       const instanceId = `cut-${randomBytes(3).toString('hex')}`;

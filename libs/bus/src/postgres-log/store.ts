@@ -15,13 +15,14 @@ export interface Queryable {
 export const MESSAGES_CHANNEL = 'bus_messages';
 
 /** Creates the topic and its partitions if missing (never shrinks); returns its partition count. */
-export async function ensureTopic(q: Queryable, name: string, partitions: number): Promise<number> {
+export async function ensureTopic(q: Queryable, name: string, partitions: number, retainForever = false): Promise<number> {
   const { rows } = await q.query<{ partitions: number }>(
-    `insert into bus.topics (name, partitions) values ($1, $2)
-     on conflict (name) do update set partitions = greatest(bus.topics.partitions, excluded.partitions)
-       where bus.topics.partitions < excluded.partitions
+    `insert into bus.topics (name, partitions, retain_forever) values ($1, $2, $3)
+     on conflict (name) do update set partitions = greatest(bus.topics.partitions, excluded.partitions),
+       retain_forever = bus.topics.retain_forever or excluded.retain_forever
+       where bus.topics.partitions < excluded.partitions or (excluded.retain_forever and not bus.topics.retain_forever)
      returning partitions`,
-    [name, partitions],
+    [name, partitions, retainForever],
   );
   // No row back: the topic existed with at least as many partitions.
   const count = rows[0]?.partitions ?? (await topicPartitions(q, name));
@@ -152,14 +153,16 @@ export async function partitionEnd(q: Queryable, topic: string, partition: numbe
 
 /**
  * Deletes messages older than the retention, in chunks so one sweep never
- * holds a huge transaction. Partition heads stay, so offsets are never reused.
+ * holds a huge transaction, except in topics kept forever. Partition heads
+ * stay, so offsets are never reused.
  */
 export async function deleteOlderThan(q: Queryable, hours: number, chunk = 10_000): Promise<number> {
   let total = 0;
   for (;;) {
     const { rowCount } = await q.query(
       `delete from bus.messages where ctid = any (array(
-         select ctid from bus.messages where created_at < now() - make_interval(secs => $1) limit $2))`,
+         select ctid from bus.messages where created_at < now() - make_interval(secs => $1)
+           and topic not in (select name from bus.topics where retain_forever) limit $2))`,
       [hours * 3600, chunk],
     );
     total += rowCount ?? 0;

@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { readToEnd } from '@svc/bus';
+import type { RawEventEnvelope } from '@svc/contracts';
+import { describeWithPostgres } from '@svc/testkit';
+import { setEngagementRules } from './engagement-rules-store';
+import { adminMergeProfiles } from './merge';
+import { replayProjections, type ReplayReport } from './replay';
+import { Harness, minutesAgo } from './test-support/harness';
+
+/**
+ * Replay on real parts: a mixed workload goes through the running resolver,
+ * then the projections are rebuilt from the log into fresh tables while the
+ * resolver keeps running, and must come out the same.
+ */
+describeWithPostgres('replaying the raw log into fresh projections', () => {
+  const h = new Harness();
+  let org: string;
+  let before: Snapshot;
+  let report: ReplayReport;
+  let usageBefore: unknown[];
+  let sent: RawEventEnvelope[];
+
+  beforeAll(async () => {
+    await h.setUp();
+    await h.startResolver();
+    org = await h.org();
+    sent = workload(h, org);
+    await h.ingest(sent);
+    // Decisions that are not in the log: an admin merge, engagement rules, a click the forwarder exhausted.
+    const a = await h.profileBySignal(org, 'anonymous_id', 'lonely-1');
+    const b = await h.profileBySignal(org, 'anonymous_id', 'lonely-2');
+    await adminMergeProfiles(h.db, { orgId: org, source: a!.id, target: b!.id, actor: 'admin-key', note: 'same person' });
+    await setEngagementRules(h.db, org, { version: 1, rules: [{ event: 'purchase', points: 10 }] });
+    await h.db('identity.click_ids').where({ org_id: org, click_id: 'gclid-1' }).update({ is_exhausted: true, exhausted_at: new Date('2026-11-01T00:00:00Z') });
+    before = await snapshot(h, 'identity', org);
+    usageBefore = await h.db('accounts.monthly_usage').orderBy(['org_id', 'month']);
+
+    report = await replayProjections({
+      db: h.db,
+      logger: h.logger,
+      label: 'test',
+      source: (consume) => readToEnd<RawEventEnvelope>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value)), { maxBatchSize: 37 }),
+    });
+  }, 120_000);
+  afterAll(() => h.tearDown());
+
+  it('rebuilds identical profiles, identities, events, click IDs and sessions, and keeps the old tables aside', async () => {
+    expect(report).toMatchObject({ previousSchema: 'identity_before_replay_test', skipped: 0, adminMerges: 1 });
+    expect(report.events).toBeGreaterThanOrEqual(before.events.length);
+    const after = await snapshot(h, 'identity', org);
+    expect(after.events).toHaveLength(sent.length);
+    expect(after).toEqual(before);
+    // The old tables are untouched, in the schema the report names.
+    expect(await snapshot(h, report.previousSchema, org)).toEqual(before);
+  });
+
+  it('carries over what the log does not hold: engagement rules, exhausted clicks, admin merges', async () => {
+    expect(await h.db('identity.engagement_rules').where({ org_id: org }).first()).toMatchObject({ rules: { version: 1 } });
+    expect(await h.db('identity.click_ids').where({ org_id: org, click_id: 'gclid-1' }).first()).toMatchObject({ is_exhausted: true });
+    const admin = await h.db('identity.merges').where({ org_id: org, reason: 'admin' });
+    expect(admin).toEqual([expect.objectContaining({ actor: 'admin-key', note: 'same person' })]);
+  });
+
+  it('counts no usage twice and publishes nothing', async () => {
+    expect(await h.db('accounts.monthly_usage').orderBy(['org_id', 'month'])).toEqual(usageBefore);
+    expect(await h.count('select count(*) as n from identity.outbox', [])).toBe(0);
+  });
+
+  it('keeps the running resolver working, now on the new tables', async () => {
+    const [id] = await h.ingest([h.envelope(org, { type: 'track', event: 'after_replay', anonymousId: 'lonely-2' })]);
+    expect((await h.event(org, id!)).event_name).toBe('after_replay');
+    expect(await h.count(`select count(*) as n from ${report.previousSchema}.events where message_id = ?`, [id])).toBe(0);
+  });
+});
+
+/** Several kinds of visitor, in an order that exercises every resolution rule. */
+function workload(h: Harness, org: string): RawEventEnvelope[] {
+  const out: RawEventEnvelope[] = [];
+  const at = (m: number) => minutesAgo(m);
+  const campaign = (i: number) => ({ source: i % 2 ? 'google' : 'newsletter', medium: i % 2 ? 'cpc' : 'email', name: `c${i % 3}`, ...(i === 1 ? { gclid: 'gclid-1' } : {}), ...(i === 4 ? { fbclid: 'fb-4' } : {}) });
+  for (let i = 0; i < 8; i++) {
+    const anon = `visitor-${i}`;
+    out.push(h.envelope(org, { type: 'page', anonymousId: anon, timestamp: at(100 - i), properties: { path: '/' }, context: { campaign: campaign(i), session: { id: `s-${i}` } } }));
+    out.push(h.envelope(org, { type: 'track', event: 'viewed_item', anonymousId: anon, timestamp: at(90 - i), properties: { sku: `sku-${i}` }, context: { session: { id: `s-${i}` } } }));
+    if (i % 2 === 0) {
+      out.push(h.envelope(org, { type: 'identify', anonymousId: anon, userId: `user-${i}`, timestamp: at(80 - i), traits: { email: `User${i}@Example.com`, phone: `98765 4321${i}` } }));
+      out.push(h.envelope(org, { type: 'track', event: 'purchase', anonymousId: anon, userId: `user-${i}`, timestamp: at(70 - i), properties: { value: 10 + i, order_id: `o-${i}` } }));
+    }
+    out.push(h.envelope(org, { type: 'screen', anonymousId: anon, timestamp: at(60 - i), properties: { name: 'Home' } }));
+  }
+  // The same user on a second device; a trait match by email; an alias; a group; a late event older than the first touch.
+  out.push(h.envelope(org, { type: 'identify', anonymousId: 'phone-of-user-0', userId: 'user-0', timestamp: at(50) }));
+  out.push(h.envelope(org, { type: 'track', event: 'lead', anonymousId: 'tablet-2', timestamp: at(49), traits: { email: 'user2@example.com' } }));
+  out.push(h.envelope(org, { type: 'alias', anonymousId: 'visitor-1', userId: 'user-1', previousId: 'visitor-3', timestamp: at(48) }));
+  out.push(h.envelope(org, { type: 'group', anonymousId: 'visitor-5', groupId: 'acme', timestamp: at(47), traits: { name: 'Acme' } }));
+  out.push(h.envelope(org, { type: 'page', anonymousId: 'visitor-6', timestamp: at(500), context: { campaign: { source: 'early', medium: 'referral' } } }));
+  out.push(h.envelope(org, { type: 'page', anonymousId: 'lonely-1', timestamp: at(40) }));
+  out.push(h.envelope(org, { type: 'page', anonymousId: 'lonely-2', timestamp: at(39) }));
+  return out;
+}
+
+interface Snapshot {
+  profiles: unknown[];
+  signals: unknown[];
+  events: unknown[];
+  clicks: unknown[];
+  sessions: unknown[];
+}
+
+/**
+ * The projections of one organisation, with every profile reference written
+ * as the set of signals of the profile it resolves to: which of two racing
+ * profiles survives a merge may differ between runs, what belongs together
+ * may not.
+ */
+async function snapshot(h: Harness, schema: string, org: string): Promise<Snapshot> {
+  const q = async <T>(sql: string): Promise<T[]> => (await h.db.raw(sql.replaceAll('S.', `${schema}.`), [org])).rows as T[];
+  const owner = new Map<string, string>();
+  for (const s of await q<{ profile_id: string; signal_type: string; signal_value: string }>(
+    'select profile_id, signal_type, signal_value from S.identity_signals where org_id = ? order by signal_type, signal_value',
+  )) {
+    owner.set(s.profile_id, [owner.get(s.profile_id), `${s.signal_type}:${s.signal_value}`].filter(Boolean).join(' '));
+  }
+  const live = await q<{ id: string; merged_into: string | null }>('select id, merged_into from S.profiles where org_id = ?');
+  const cluster = (id: string) => owner.get(live.find((p) => p.id === id)?.merged_into ?? id) ?? `?${id}`;
+  const sorted = <T>(rows: T[]) => rows.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  return {
+    profiles: sorted(
+      (
+        await q<Record<string, unknown> & { id: string }>(
+          `select id, user_id, identified, traits, first_seen_at, last_seen_at, event_count, session_count,
+                  round(engagement_score::numeric, 6) as engagement_score, first_touch, last_touch
+           from S.profiles where org_id = ? and merged_into is null`,
+        )
+      ).map(({ id, ...rest }) => ({ cluster: cluster(id), ...rest })),
+    ),
+    signals: sorted(
+      (
+        await q<Record<string, unknown> & { profile_id: string }>(
+          'select profile_id, signal_type, signal_value, confidence, first_seen_at, last_seen_at, occurrence_count from S.identity_signals where org_id = ?',
+        )
+      ).map(({ profile_id, ...rest }) => ({ cluster: cluster(profile_id), ...rest })),
+    ),
+    events: sorted(
+      (
+        await q<Record<string, unknown> & { profile_id: string }>(
+          'select id, message_id, profile_id, event_name, event_timestamp, properties, context, resolution_method from S.events where org_id = ?',
+        )
+      ).map(({ profile_id, ...rest }) => ({ cluster: cluster(profile_id), ...rest })),
+    ),
+    clicks: sorted(
+      (
+        await q<Record<string, unknown> & { profile_id: string }>(
+          'select click_type, click_id, profile_id, campaign_source, campaign_medium, first_seen_at, last_seen_at, is_exhausted from S.click_ids where org_id = ?',
+        )
+      ).map(({ profile_id, ...rest }) => ({ cluster: cluster(profile_id), ...rest })),
+    ),
+    sessions: sorted(
+      (await q<Record<string, unknown> & { profile_id: string }>('select * from S.profile_sessions where org_id = ?')).map(({ profile_id, ...rest }) => ({
+        cluster: cluster(profile_id),
+        ...rest,
+      })),
+    ),
+  };
+}

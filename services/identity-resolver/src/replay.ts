@@ -1,0 +1,129 @@
+import type { RawEventEnvelope } from '@svc/contracts';
+import type { Db, Logger, MigrationSet } from '@svc/runtime';
+import { mergeProfiles } from './merge';
+import { identityMigrations } from './migrations';
+import { processBatch, type BatchOptions } from './process-batch';
+import { resolveProfileId } from './profiles';
+import { excludeWriters } from './replay-lock';
+
+/**
+ * Rebuilds the identity projections from the raw log into fresh tables and
+ * switches to them, atomically.
+ *
+ * It all happens in one transaction: the live `identity` schema is renamed
+ * aside, a fresh one is created by the same migrations, the whole log is
+ * resolved into it, and the commit makes the switch. Until the commit every
+ * reader keeps seeing the old tables (PostgreSQL DDL is transactional);
+ * writers (resolvers, admin merges) wait on the replay lock, and the log keeps
+ * their input; afterwards they carry on into the new tables, and events the
+ * replay already stored are skipped as duplicates. The old schema is kept,
+ * renamed, for comparison or rollback.
+ *
+ * Not in the log, so carried over from the old tables: engagement rules, the
+ * forwarder's is_exhausted marks, and admin merges (re-applied at the end, in
+ * their order).
+ */
+
+export interface ReplayOptions {
+  db: Db;
+  /**
+   * Feeds the whole raw log, in batches, in partition order, and resolves
+   * once it has fed everything up to the log's end as of the call.
+   */
+  source: (consume: (envelopes: readonly RawEventEnvelope[]) => Promise<void>) => Promise<void>;
+  logger: Logger;
+  /** Migrations of other services that add to `identity` (the Profiles API's read indexes). */
+  alsoApply?: readonly MigrationSet[];
+  batch?: Omit<BatchOptions, 'replay'>;
+  /** Suffix of the schema the old tables are kept in (default: the time). */
+  label?: string;
+}
+
+export interface ReplayReport {
+  /** Where the old tables are now. */
+  previousSchema: string;
+  events: number;
+  /** Events that failed alone (the live resolver dead-lettered them too). */
+  skipped: number;
+  profiles: number;
+  adminMerges: number;
+}
+
+export async function replayProjections(o: ReplayOptions): Promise<ReplayReport> {
+  const previousSchema = `identity_before_replay_${o.label ?? new Date().toISOString().replace(/\D/g, '').slice(0, 14)}`;
+  return o.db.transaction(async (trx) => {
+    await excludeWriters(trx);
+    await trx.raw('alter schema identity rename to ??', [previousSchema]);
+    await trx.raw('create schema identity');
+    for (const set of [identityMigrations, ...(o.alsoApply ?? [])]) {
+      for (const m of [...set.migrations].sort((a, b) => a.name.localeCompare(b.name))) await m.up(trx);
+    }
+    await carryMigrationLog(trx, previousSchema);
+
+    let events = 0;
+    let skipped = 0;
+    const options: BatchOptions = { ...o.batch, replay: true };
+    await o.source(async (envelopes) => {
+      try {
+        await trx.transaction((sp) => processBatch(sp, envelopes, options));
+      } catch {
+        // One event is bad: resolve them one by one and leave the bad ones out, as the live resolver did.
+        for (const envelope of envelopes) {
+          await trx.transaction((sp) => processBatch(sp, [envelope], options)).catch((err: unknown) => {
+            skipped++;
+            o.logger.warn({ err, messageId: envelope.event.messageId }, 'replay: event left out');
+          });
+        }
+      }
+      events += envelopes.length;
+    });
+
+    await trx.raw(
+      `insert into identity.engagement_rules (org_id, rules, updated_at) select org_id, rules, updated_at from ??.engagement_rules`,
+      [previousSchema],
+    );
+    await trx.raw(
+      `update identity.click_ids c set is_exhausted = true, exhausted_at = p.exhausted_at
+       from ??.click_ids p
+       where p.is_exhausted and c.org_id = p.org_id and c.click_type = p.click_type and c.click_id = p.click_id`,
+      [previousSchema],
+    );
+    const adminMerges = await reapplyAdminMerges(trx, previousSchema, o.logger);
+    // Outputs describe new facts; a replay restates old ones, so nothing is published.
+    await trx.raw('truncate identity.outbox');
+    const { rows } = await trx.raw<{ rows: Array<{ n: string }> }>('select count(*) as n from identity.profiles where merged_into is null');
+    return { previousSchema, events, skipped, profiles: Number(rows[0]!.n), adminMerges };
+  });
+}
+
+/** knex's migration log of the schema, so later `migrate` runs see the same migrations applied. */
+async function carryMigrationLog(trx: Db, previousSchema: string): Promise<void> {
+  await trx.raw(`
+    create table identity.knex_migrations (id serial primary key, name varchar(255), batch integer, migration_time timestamptz);
+    create table identity.knex_migrations_lock (index serial primary key, is_locked integer);
+    insert into identity.knex_migrations_lock (is_locked) values (0);
+  `);
+  await trx.raw(
+    'insert into identity.knex_migrations (name, batch, migration_time) select name, batch, migration_time from ??.knex_migrations order by id',
+    [previousSchema],
+  );
+}
+
+/** Admin merges are decisions, not log events: applied again, in order, to the profiles they named (ids are deterministic). */
+async function reapplyAdminMerges(trx: Db, previousSchema: string, logger: Logger): Promise<number> {
+  const { rows } = await trx.raw<{
+    rows: Array<{ org_id: string; source_profile_id: string; target_profile_id: string; actor: string; note: string | null }>;
+  }>(`select org_id, source_profile_id, target_profile_id, actor, note from ??.merges where reason = 'admin' order by id`, [previousSchema]);
+  let applied = 0;
+  for (const m of rows) {
+    const sourceId = await resolveProfileId(trx, m.org_id, m.source_profile_id);
+    const targetId = await resolveProfileId(trx, m.org_id, m.target_profile_id);
+    if (!sourceId || !targetId || sourceId === targetId) {
+      logger.warn({ orgId: m.org_id }, 'replay: an admin merge has nothing left to merge');
+      continue;
+    }
+    await mergeProfiles(trx, { orgId: m.org_id, sourceId, targetId, reason: 'admin', actor: m.actor, note: m.note });
+    applied++;
+  }
+  return applied;
+}

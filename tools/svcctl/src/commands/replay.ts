@@ -1,0 +1,30 @@
+import { readToEnd } from '@svc/bus';
+import type { RawEventEnvelope } from '@svc/contracts';
+import { replayProjections } from '@svc/identity-resolver';
+import { profileApiMigrations } from '@svc/profile-api';
+import type { Command } from '../command';
+
+/**
+ * Rebuilds the identity projections from the raw log (identity-resolver's
+ * replay.ts): fresh tables, switched to in one commit; the old ones are kept
+ * in the schema the result names.
+ */
+export const replayCommands: Record<string, Command> = {
+  replay: {
+    usage: 'replay [--phone-country-code <n>]',
+    flags: { optional: ['phone-country-code'] },
+    async run(v, ctx) {
+      const { bus, topics } = await ctx.bus();
+      const started = Date.now();
+      const report = await replayProjections({
+        db: ctx.db,
+        logger: ctx.logger,
+        alsoApply: [profileApiMigrations],
+        batch: { defaultPhoneCountryCode: v['phone-country-code'] ?? ctx.defaultPhoneCountryCode },
+        source: (consume) =>
+          readToEnd<RawEventEnvelope>(bus, topics.eventsRaw, (messages) => consume(messages.map((m) => m.value))),
+      });
+      return { ...report, durationMs: Date.now() - started };
+    },
+  },
+};
