@@ -74,25 +74,19 @@ export function mountBatchRoute(router: Router, deps: GatewayDeps): void {
     }
 
     // 5. Per-event validation, then into the log before we answer.
-    const prepared = prepareEvents(batch, {
-      orgId: key.orgId,
-      requestId: String(res.locals.requestId ?? ''),
-      clientIp: ip,
-      receivedAt,
-    });
+    const requestId = String(res.locals.requestId ?? '');
+    const prepared = prepareEvents(batch, { orgId: key.orgId, requestId, clientIp: ip, receivedAt });
     const failures: EventFailure[] = [...prepared.failures];
     let processed = 0;
     if (prepared.events.length > 0) {
       const timer = deps.metrics.produceSeconds.startTimer();
+      // Every message of the request carries the same headers: one object for all of them.
+      const headers = { 'request-id': requestId };
       let results;
       try {
         results = await deps.bus.produce(
           deps.rawTopic,
-          prepared.events.map((e) => ({
-            key: `${key.orgId}:${e.envelope.event.anonymousId}`,
-            value: e.envelope,
-            headers: { 'request-id': e.envelope.requestId },
-          })),
+          prepared.events.map((e) => ({ key: `${key.orgId}:${e.envelope.event.anonymousId}`, value: e.envelope, headers })),
         );
       } catch (err) {
         if (err instanceof BusUnavailableError) {

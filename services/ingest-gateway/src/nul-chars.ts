@@ -11,8 +11,14 @@ export function withoutNulChars<T>(value: T): T {
 function hasNul(value: unknown): boolean {
   if (typeof value === 'string') return value.includes('\u0000');
   if (typeof value !== 'object' || value === null) return false;
-  if (Array.isArray(value)) return value.some(hasNul);
-  for (const [k, v] of Object.entries(value)) if (k.includes('\u0000') || hasNul(v)) return true;
+  if (Array.isArray(value)) {
+    for (const item of value as unknown[]) if (hasNul(item)) return true;
+    return false;
+  }
+  // Runs on every event: a for-in over a parsed JSON object (own, enumerable
+  // keys only; its prototype has none) allocates nothing, unlike Object.entries.
+  const record = value as Record<string, unknown>;
+  for (const k in record) if (k.includes('\u0000') || hasNul(record[k])) return true;
   return false;
 }
 

@@ -63,17 +63,13 @@ export function prepareEvents(batch: readonly unknown[], facts: RequestFacts): P
     for (const field of ['properties', 'traits'] as const) {
       for (const breach of softCapBreaches(event[field])) out.warnings.push({ index, field, breach });
     }
+    const { orgId, requestId, clientIp } = facts;
     out.events.push({
       index,
-      envelope: {
-        v: 1,
-        orgId: facts.orgId,
-        receivedAt,
-        requestId: facts.requestId,
-        clientIp: facts.clientIp,
-        ...(originalTimestamp === undefined ? {} : { originalTimestamp }),
-        event,
-      },
+      envelope:
+        originalTimestamp === undefined
+          ? { v: 1, orgId, receivedAt, requestId, clientIp, event }
+          : { v: 1, orgId, receivedAt, requestId, clientIp, originalTimestamp, event },
     });
   });
   return out;

@@ -9,7 +9,7 @@ import { Codec } from './codec';
 import { LagGauge } from './lag';
 import { MemoizingRegistryClient } from './registry';
 import { consumerSettings, type KafkaBusOptions } from './options';
-import { Connected, ProducerPool, sendByPartition, type SendSettings } from './send';
+import { Connected, ProducerPool, type PartitionedMessage } from './send';
 import { KafkaSubscription } from './subscription';
 import { TopicManager } from './topics';
 import { guard } from './unavailable';
@@ -40,7 +40,6 @@ class KafkaBusImpl implements KafkaBus {
   private readonly admin: Connected<Admin>;
   private readonly topics: TopicManager;
   private readonly lag: LagGauge | undefined;
-  private readonly send: SendSettings;
   private readonly subscriptions = new Set<KafkaSubscription>();
   private readonly timeoutMs: number;
   private closing: Promise<void> | undefined;
@@ -54,14 +53,13 @@ class KafkaBusImpl implements KafkaBus {
     this.codec = new Codec(this.registry);
     const kafka = createKafka(o, this.sockets, this.logger);
     this.kafka = kafka;
-    this.producers = new ProducerPool(kafka, o.producers ?? 4);
+    this.producers = new ProducerPool(kafka, o.producers ?? 1, {
+      compression: o.compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None,
+      ackTimeoutMs: requestTimeoutMs,
+    });
     this.admin = new Connected(kafka.admin({ retry: shortRetry }));
     this.topics = new TopicManager(() => this.admin.get(), this.registry);
     this.lag = o.metricsRegistry ? new LagGauge(o.metricsRegistry) : undefined;
-    this.send = {
-      compression: o.compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None,
-      ackTimeoutMs: requestTimeoutMs,
-    };
   }
 
   async ensureTopics(topics: readonly TopicSpec[]): Promise<void> {
@@ -82,14 +80,16 @@ class KafkaBusImpl implements KafkaBus {
 
   private async sendChecked<T>(topic: TopicSpec, messages: readonly OutgoingMessage<T>[]): Promise<ProduceResult[]> {
     const state = await this.topics.ensure(topic, true);
-    const values = await Promise.all(messages.map((m) => this.codec.encode(topic.name, state.schemaId, m.value)));
-    const records = messages.map((m, i) => ({
-      key: m.key,
-      value: values[i] ?? null,
-      partition: partitionFor(m.key, state.partitions),
-      ...(m.headers ? { headers: m.headers } : {}),
-    }));
-    return sendByPartition(this.producers, topic.name, records, this.send);
+    const records = messages.map((m) => {
+      const record: PartitionedMessage = {
+        key: m.key,
+        value: this.codec.encode(state.schemaId, m.value),
+        partition: partitionFor(m.key, state.partitions),
+      };
+      if (m.headers) record.headers = m.headers;
+      return record;
+    });
+    return this.producers.send(topic.name, records);
   }
 
   async subscribe<T>(options: SubscribeOptions<T>): Promise<Subscription> {
@@ -171,21 +171,15 @@ class KafkaBusImpl implements KafkaBus {
     const dlq = deadLetterTopicFor(spec);
     const state = await this.topics.ensure(dlq, false);
     const key = m.key ? m.key.toString('utf8') : '';
-    await sendByPartition(
-      this.producers,
-      dlq.name,
-      [
-        {
-          key: m.key,
-          value: m.value,
-          partition: partitionFor(key, state.partitions),
-          headers: { ...m.headers, [DLQ_REASON_HEADER]: reason, [DLQ_SOURCE_HEADER]: `${spec.name}/${partition}/${m.offset}` },
-        },
-      ],
-      this.send,
-    ).then(([result]) => {
-      if (result && !result.ok) throw result.error;
-    });
+    const [result] = await this.producers.send(dlq.name, [
+      {
+        key: m.key,
+        value: m.value,
+        partition: partitionFor(key, state.partitions),
+        headers: { ...m.headers, [DLQ_REASON_HEADER]: reason, [DLQ_SOURCE_HEADER]: `${spec.name}/${partition}/${m.offset}` },
+      },
+    ]);
+    if (result && !result.ok) throw result.error;
   }
 
   private assertOpen(): void {

@@ -1,6 +1,5 @@
 import {
   JsonDeserializer,
-  JsonSerializer,
   RestError,
   SerdeType,
   SerializationError,
@@ -29,7 +28,22 @@ const HEADER_BYTES = 5;
 const isFramed = (raw: Buffer) => raw.length >= HEADER_BYTES && raw[0] === MAGIC;
 
 /**
- * The registry serde's settings. Subjects by TopicNameStrategy (`<topic>-value`,
+ * A JSON text in the Confluent frame: byte for byte what the registry's
+ * JsonSerializer writes for a schema id (it writes `JSON.stringify` of the
+ * value after the 5-byte header), so any stock Confluent deserializer reads it.
+ */
+export function frameJson(schemaId: number, json: string): Buffer {
+  const length = Buffer.byteLength(json, 'utf8');
+  // Under 4 KiB this comes from node's shared pool: no allocation of its own per message.
+  const out = Buffer.allocUnsafe(HEADER_BYTES + length);
+  out[0] = MAGIC;
+  out.writeUInt32BE(schemaId, 1);
+  out.write(json, HEADER_BYTES, length, 'utf8');
+  return out;
+}
+
+/**
+ * The registry serde's settings (for reading). Subjects by TopicNameStrategy (`<topic>-value`,
  * where ensureTopics registers): the library's default, "associated" subjects,
  * asks the registry per topic and falls back to the same name. Ajv validates
  * with the same formats as the contracts' validator (ajv-formats, full mode)
@@ -45,14 +59,17 @@ const serdeConfig: JsonDeserializerConfig = {
 };
 
 /**
- * Values to and from the registry's JSON Schema serde. Writing uses the
- * schema id our ensureTopics registered (never an inferred schema); reading
- * checks the payload against the schema it was written with (the registry's)
- * and then against the subscriber's own TopicSpec, so a handler only ever
- * sees values of its declared type.
+ * Values to and from the registry's wire format. Writing frames the JSON with
+ * the schema id our ensureTopics registered (never an inferred schema) and
+ * does nothing else: the bus has validated every value against its topic's
+ * schema before it gets here, and the registry's JsonSerializer would only
+ * validate it again (and key its caches with a deterministic JSON of the
+ * schema) per message. Reading goes through the registry's JSON Schema serde:
+ * it checks the payload against the schema it was written with (the
+ * registry's) and then against the subscriber's own TopicSpec, so a handler
+ * only ever sees values of its declared type.
  */
 export class Codec {
-  private readonly serializers = new Map<number, JsonSerializer>();
   private readonly deserializer: JsonDeserializer;
   /**
    * The serde compiles a schema's validator on first use, and every call
@@ -61,19 +78,14 @@ export class Codec {
    */
   private readonly warmed = new Map<string, Promise<void>>();
 
-  constructor(private readonly registry: Client) {
+  constructor(registry: Client) {
     this.deserializer = new JsonDeserializer(registry, SerdeType.VALUE, serdeConfig);
   }
 
-  async encode(topic: string, schemaId: number | undefined, value: unknown): Promise<Buffer> {
-    if (schemaId === undefined) return Buffer.from(JSON.stringify(value ?? null));
-    let serializer = this.serializers.get(schemaId);
-    if (!serializer) {
-      serializer = new JsonSerializer(this.registry, SerdeType.VALUE, { ...serdeConfig, useSchemaId: schemaId, autoRegisterSchemas: false });
-      this.serializers.set(schemaId, serializer);
-    }
-    const use = serializer;
-    return this.firstAlone(`w${schemaId}/${topic}`, () => use.serialize(topic, value));
+  /** A value already checked against its topic's schema; `schemaId` undefined (dead-letter topics) writes plain JSON. */
+  encode(schemaId: number | undefined, value: unknown): Buffer {
+    const json = JSON.stringify(value ?? null);
+    return schemaId === undefined ? Buffer.from(json) : frameJson(schemaId, json);
   }
 
   private async firstAlone<T>(key: string, work: () => Promise<T>): Promise<T> {

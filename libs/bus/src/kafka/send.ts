@@ -31,93 +31,207 @@ export class Connected<T extends { connect(): Promise<void> }> {
 }
 
 /**
+ * Above this many bytes (keys, values, headers) a producer request takes no
+ * more calls: a request carries one record batch per partition, and the
+ * broker refuses a batch over `message.max.bytes` (1 MiB by default). A
+ * single call larger than this still goes, alone, as it did before.
+ */
+const MAX_REQUEST_BYTES = 768 * 1024;
+
+/** Per-record overhead in a v2 record batch (length, attributes, deltas, varints), roughly. */
+const RECORD_OVERHEAD_BYTES = 24;
+
+/** One produce() call's share of one producer's next request: which partitions it wrote and what became of them. */
+interface Order {
+  topic: string;
+  messages: PartitionedMessage[];
+  bytes: number;
+  settle: (failure: (partition: number) => Error | undefined) => void;
+}
+
+/**
+ * One idempotent producer and the calls waiting for it. kafkajs sends an
+ * idempotent producer's requests to a broker one at a time (a lock per
+ * broker), and a request per produce() call would mean many small requests
+ * queued on that lock. Instead the lane keeps one request in flight and
+ * gathers every call that arrives meanwhile into the next one (one
+ * `sendBatch`, one record batch per partition), so under load a request
+ * carries many calls and the per-request costs (encoding set-up, the
+ * round trip, acks=all) are shared.
+ *
+ * Order: requests of a lane go strictly one after the other, and each keeps
+ * the calls (and their messages) in arrival order, so a partition's messages
+ * are stored in the order produce() was called; a retried request cannot be
+ * stored twice (idempotence).
+ */
+class Lane {
+  private queue: Order[] = [];
+  private busy = false;
+  private scheduled = false;
+
+  constructor(
+    readonly producer: Connected<Producer>,
+    private readonly settings: SendSettings,
+  ) {}
+
+  send(topic: string, messages: PartitionedMessage[]): Promise<(partition: number) => Error | undefined> {
+    let bytes = 0;
+    for (const m of messages) bytes += recordBytes(m);
+    return new Promise((settle) => {
+      this.queue.push({ topic, messages, bytes, settle });
+      if (!this.busy && !this.scheduled) {
+        // An idle producer waits only until the event loop has handled what already arrived
+        // (other requests' calls join). A linger of 1-2 ms on top measured no better.
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    if (this.busy || this.queue.length === 0) return;
+    // Take calls in arrival order up to the size bound (always at least one).
+    let take = 0;
+    let bytes = 0;
+    while (take < this.queue.length) {
+      const next = this.queue[take] as Order;
+      if (take > 0 && bytes + next.bytes > MAX_REQUEST_BYTES) break;
+      bytes += next.bytes;
+      take++;
+    }
+    const orders = this.queue.slice(0, take);
+    this.queue = this.queue.slice(take);
+    this.busy = true;
+    void this.request(orders).finally(() => {
+      this.busy = false;
+      // What arrived while the request was in flight goes at once: it has waited already.
+      if (this.queue.length > 0) this.flush();
+    });
+  }
+
+  private async request(orders: readonly Order[]): Promise<void> {
+    const byTopic = new Map<string, Message[]>();
+    for (const order of orders) {
+      const list = byTopic.get(order.topic);
+      if (list) for (const m of order.messages) list.push(m);
+      else byTopic.set(order.topic, order.messages.slice());
+    }
+    let stored: Set<string>;
+    try {
+      const producer = await this.producer.get();
+      const metadata = await producer.sendBatch({
+        acks: -1,
+        timeout: this.settings.ackTimeoutMs,
+        compression: this.settings.compression,
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+      });
+      stored = new Set(metadata.map((r) => `${r.topicName}\n${r.partition}`));
+    } catch (err) {
+      const error = err instanceof Error ? err : new Error(String(err), { cause: err });
+      for (const order of orders) order.settle(() => error);
+      return;
+    }
+    for (const order of orders) {
+      order.settle((partition) =>
+        // kafkajs silently skips a partition its metadata does not know yet (a topic grown moments
+        // ago) and reports success with no record for it: that is a failure, and nothing was sent.
+        stored.has(`${order.topic}\n${partition}`)
+          ? undefined
+          : new Error(
+              `bus: partition ${partition} of topic ${order.topic} is not in the producer's metadata yet (was the topic just grown?); nothing was sent, try again`,
+            ),
+      );
+    }
+  }
+}
+
+function recordBytes(m: Message): number {
+  let n = RECORD_OVERHEAD_BYTES + byteLength(m.key) + byteLength(m.value);
+  if (m.headers) {
+    for (const [name, value] of Object.entries(m.headers)) {
+      n += name.length + (Array.isArray(value) ? value.reduce<number>((s, v) => s + byteLength(v), 0) : byteLength(value));
+    }
+  }
+  return n;
+}
+
+function byteLength(v: Buffer | string | null | undefined): number {
+  if (v === null || v === undefined) return 0;
+  return typeof v === 'string' ? Buffer.byteLength(v) : v.length;
+}
+
+/**
  * Idempotent producers, each partition always served by the same one (so
- * its sequence numbers, and its order, stay within one producer). kafkajs
- * lets an idempotent producer have one request per broker in flight; with
- * several producers the per-partition requests of one produce() call go out
- * in parallel (measured: 8 partitions, one producer, ~5,000 msg/s; see bench/).
+ * its sequence numbers, and its order, stay within one producer), each with
+ * one request in flight that carries every call gathered meanwhile (see
+ * Lane). Several producers keep several requests in flight to the broker.
  */
 export class ProducerPool {
-  private readonly producers: Connected<Producer>[];
+  private readonly lanes: Lane[];
 
-  constructor(kafka: Kafka, size: number) {
-    this.producers = Array.from(
+  constructor(kafka: Kafka, size: number, settings: SendSettings) {
+    this.lanes = Array.from(
       { length: Math.max(1, size) },
       () =>
-        new Connected(
-          kafka.producer({
-            idempotent: true,
-            // kafkajs locks an idempotent producer to one produce request per broker anyway; 1 keeps
-            // its sequence numbers safe across retries (Java allows up to 5 with bookkeeping kafkajs lacks).
-            maxInFlightRequests: 1,
-            retry: shortRetry,
-            createPartitioner: Partitioners.DefaultPartitioner,
-            // Re-read as often as TopicManager re-reads partition counts, so both soon agree on a grown topic.
-            metadataMaxAge: 30_000,
-            allowAutoTopicCreation: false,
-          }),
+        new Lane(
+          new Connected(
+            kafka.producer({
+              idempotent: true,
+              // kafkajs locks an idempotent producer to one produce request per broker anyway; 1 keeps
+              // its sequence numbers safe across retries (Java allows up to 5 with bookkeeping kafkajs lacks).
+              maxInFlightRequests: 1,
+              retry: shortRetry,
+              createPartitioner: Partitioners.DefaultPartitioner,
+              // Re-read as often as TopicManager re-reads partition counts, so both soon agree on a grown topic.
+              metadataMaxAge: 30_000,
+              allowAutoTopicCreation: false,
+            }),
+          ),
+          settings,
         ),
     );
   }
 
-  for(partition: number): Promise<Producer> {
-    return (this.producers[partition % this.producers.length] as Connected<Producer>).get();
+  /**
+   * Stores the messages, each in its given partition, and reports per
+   * message: a request that failed fails its messages only. When every
+   * message failed because nothing could be reached, throws that error
+   * instead (the caller makes it a BusUnavailableError).
+   */
+  async send(topic: string, messages: readonly PartitionedMessage[]): Promise<ProduceResult[]> {
+    const byLane = new Map<number, number[]>();
+    messages.forEach((m, i) => {
+      const lane = m.partition % this.lanes.length;
+      const group = byLane.get(lane);
+      if (group) group.push(i);
+      else byLane.set(lane, [i]);
+    });
+    const results: ProduceResult[] = new Array<ProduceResult>(messages.length);
+    const failures: Error[] = [];
+    await Promise.all(
+      [...byLane].map(async ([lane, indexes]) => {
+        const failure = await (this.lanes[lane] as Lane).send(
+          topic,
+          indexes.map((i) => messages[i] as PartitionedMessage),
+        );
+        for (const i of indexes) {
+          const error = failure((messages[i] as PartitionedMessage).partition);
+          if (error) {
+            results[i] = { ok: false, error };
+            failures.push(error);
+          } else {
+            results[i] = { ok: true };
+          }
+        }
+      }),
+    );
+    const [firstFailure] = failures;
+    if (firstFailure && failures.length === messages.length && failures.every((f) => isUnavailable(f))) throw firstFailure;
+    return results;
   }
 
   async disconnect(): Promise<void> {
-    await Promise.allSettled(this.producers.map((p) => p.client.disconnect()));
+    await Promise.allSettled(this.lanes.map((l) => l.producer.client.disconnect()));
   }
-}
-
-/**
- * Sends each partition's messages as a request of its own, all at once, and
- * reports per message: a partition whose request failed fails its messages
- * only. When every request failed because nothing could be reached, throws
- * that error instead (the caller makes it a BusUnavailableError).
- *
- * The producers are idempotent: a retried request cannot be stored twice,
- * and a partition's messages are stored in the order given.
- */
-export async function sendByPartition(
-  pool: ProducerPool,
-  topic: string,
-  messages: readonly PartitionedMessage[],
-  settings: SendSettings,
-): Promise<ProduceResult[]> {
-  const groups = new Map<number, number[]>();
-  messages.forEach((m, i) => {
-    const group = groups.get(m.partition);
-    if (group) group.push(i);
-    else groups.set(m.partition, [i]);
-  });
-  const results: ProduceResult[] = messages.map(() => ({ ok: true }));
-  const failures = await Promise.all(
-    [...groups].map(async ([partition, indexes]) => {
-      try {
-        const producer = await pool.for(partition);
-        const stored = await producer.send({
-          topic,
-          acks: -1,
-          timeout: settings.ackTimeoutMs,
-          compression: settings.compression,
-          messages: indexes.map((i) => messages[i] as PartitionedMessage),
-        });
-        // kafkajs silently skips a partition its metadata does not know yet (a topic grown moments
-        // ago) and reports success with no record for it: that is a failure, and nothing was sent.
-        if (!stored.some((r) => r.partition === partition)) {
-          throw new Error(
-            `bus: partition ${partition} of topic ${topic} is not in the producer's metadata yet (was the topic just grown?); nothing was sent, try again`,
-          );
-        }
-        return undefined;
-      } catch (err) {
-        const error = err instanceof Error ? err : new Error(String(err), { cause: err });
-        for (const i of indexes) results[i] = { ok: false, error };
-        return error;
-      }
-    }),
-  );
-  const [firstFailure] = failures;
-  if (firstFailure && failures.every((f) => f !== undefined && isUnavailable(f))) throw firstFailure;
-  return results;
 }

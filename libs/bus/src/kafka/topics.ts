@@ -17,6 +17,10 @@ interface Entry {
   schemaJson: string;
   registered: boolean;
   loadedAt: number;
+  /** `state` has resolved: a stale entry can keep answering while it is re-read. */
+  loaded: boolean;
+  /** The re-read under way, if any. */
+  refreshing?: Promise<void>;
 }
 
 /** The subject the registry's TopicNameStrategy (what stock Confluent serdes use) reads a value schema from. */
@@ -26,9 +30,14 @@ export const valueSubject = (topic: string): string => `${topic}-value`;
  * Creates topics (and grows them, never shrinks) and registers their schemas,
  * once per topic per process, re-reading the partition count now and then so
  * a topic grown elsewhere is partitioned like Kafka's own partitioner would.
+ * The periodic re-read happens behind the callers' backs: until it is done
+ * they get the last state read, instead of all waiting for the admin and
+ * registry round trips (which showed in the produce latency's tail).
  */
 export class TopicManager {
   private readonly known = new Map<string, Entry>();
+  /** A schema's JSON, made once per schema object: ensure() runs on every produce call. */
+  private readonly schemaJsonOf = new WeakMap<object, string>();
 
   constructor(
     private readonly admin: () => Promise<Admin>,
@@ -41,19 +50,48 @@ export class TopicManager {
    * also registers the spec's schema; readers only read what writers registered.
    */
   ensure(spec: TopicSpec, register: boolean): Promise<TopicState> {
-    const schemaJson = JSON.stringify(spec.schema);
+    let schemaJson = this.schemaJsonOf.get(spec.schema);
+    if (schemaJson === undefined) {
+      schemaJson = JSON.stringify(spec.schema);
+      this.schemaJsonOf.set(spec.schema, schemaJson);
+    }
     const entry = this.known.get(spec.name);
     const fresh = entry && Date.now() - entry.loadedAt < this.refreshMs;
     const enough = entry && entry.partitionsWanted >= spec.partitions && entry.schemaJson === schemaJson && (entry.registered || !register);
-    if (entry && fresh && enough) return entry.state;
+    if (entry && enough) {
+      if (fresh) return entry.state;
+      if (entry.loaded) {
+        this.refreshBehind(spec, entry);
+        return entry.state;
+      }
+    }
     // A topic we saw before exists: a refresh needs only its metadata, not the whole topic list.
     const state = this.load(spec, schemaJson, register, entry !== undefined);
-    const next: Entry = { state, partitionsWanted: spec.partitions, schemaJson, registered: register, loadedAt: Date.now() };
+    const next: Entry = { state, partitionsWanted: spec.partitions, schemaJson, registered: register, loadedAt: Date.now(), loaded: false };
     this.known.set(spec.name, next);
-    state.catch(() => {
-      if (this.known.get(spec.name) === next) this.known.delete(spec.name);
-    });
+    state.then(
+      () => {
+        next.loaded = true;
+      },
+      () => {
+        if (this.known.get(spec.name) === next) this.known.delete(spec.name);
+      },
+    );
     return state;
+  }
+
+  /** Re-reads a stale entry once at a time; a failed re-read keeps the last state, and the next call tries again. */
+  private refreshBehind(spec: TopicSpec, entry: Entry): void {
+    if (entry.refreshing) return;
+    entry.refreshing = this.load(spec, entry.schemaJson, entry.registered, true).then(
+      (state) => {
+        if (this.known.get(spec.name) !== entry) return;
+        this.known.set(spec.name, { ...entry, state: Promise.resolve(state), loadedAt: Date.now(), loaded: true, refreshing: undefined });
+      },
+      () => {
+        entry.refreshing = undefined;
+      },
+    );
   }
 
   private async load(spec: TopicSpec, schemaJson: string, register: boolean, existed: boolean): Promise<TopicState> {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,12 +24,29 @@ import { batchBody, runLoad, type LoadResult } from './load';
  * rising concurrency, each with fresh organisations (so the spec's per-minute
  * limits do not carry over) spread over 10 loopback source addresses.
  * Writes the table into docs/benchmarks.md. Everything stays on 127.0.0.1/8.
+ * Besides throughput and latency it reports the CPU the gateway (every
+ * process and thread of it) used per accepted event: on a shared machine
+ * that moves far less than events/s does, so compare builds with it.
+ *
+ * Knobs: BENCH_STEP_MS, BENCH_CONCURRENCY (comma-separated), BENCH_TIERS
+ * (`postgres,kafka`), BENCH_WARMUP_MS (unmeasured load first), BENCH_WRITE_DOC=0
+ * (print only), BENCH_CPU_PROF=<dir> (the gateway writes a V8 CPU profile there
+ * on exit), BENCH_GATEWAY_NODE_ARGS (extra node options for the gateway),
+ * BENCH_GATEWAY_MAIN (another build's main.js, for A/B runs), BENCH_WATCH_PIDS
+ * (e.g. the broker's pid: its CPU is printed too).
  */
 const STEP_MS = Number(process.env.BENCH_STEP_MS ?? 10_000);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,4,8,16,32').split(',').map(Number);
 const SOURCE_IPS = Array.from({ length: 10 }, (_, i) => `127.0.0.${i + 1}`);
+/** `postgres`, `kafka` or both (default): which tiers to measure. */
+const TIERS = (process.env.BENCH_TIERS ?? 'postgres,kafka').split(',');
+/** `0` leaves docs/benchmarks.md alone (for quick comparisons). */
+const WRITE_DOC = process.env.BENCH_WRITE_DOC !== '0';
+/** Unmeasured load before the first step, so JIT and first-use compilation are not counted. */
+const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 3_000);
 const ORGS_PER_STEP = 12;
-const GATEWAY_MAIN = path.resolve(__dirname, '../main.js');
+/** Another build of the gateway to measure (A/B comparisons); default this one. */
+const GATEWAY_MAIN = process.env.BENCH_GATEWAY_MAIN ?? path.resolve(__dirname, '../main.js');
 const DOC = path.resolve(__dirname, '../../../../docs/benchmarks.md');
 
 async function main(): Promise<void> {
@@ -37,8 +55,9 @@ async function main(): Promise<void> {
   const db = createDb({ url: pg.url, poolMax: 4, applicationName: 'bench' });
   try {
     await runMigrations(db, [accountsMigrations, rateLimitMigrations, busMigrations]);
-    const tiers: Array<{ name: string; env: Record<string, string> }> = [{ name: 'Postgres-backed log', env: {} }];
-    if (process.env.KAFKA_BROKERS && process.env.SCHEMA_REGISTRY_URL) {
+    const tiers: Array<{ name: string; env: Record<string, string> }> = [];
+    if (TIERS.includes('postgres')) tiers.push({ name: 'Postgres-backed log', env: {} });
+    if (TIERS.includes('kafka') && process.env.KAFKA_BROKERS && process.env.SCHEMA_REGISTRY_URL) {
       tiers.push({ name: 'Kafka', env: { KAFKA_BROKERS: process.env.KAFKA_BROKERS, SCHEMA_REGISTRY_URL: process.env.SCHEMA_REGISTRY_URL } });
     }
     const sections: string[] = [];
@@ -46,7 +65,7 @@ async function main(): Promise<void> {
       const results = await benchTier(db, pg.url, tier.env);
       sections.push(table(tier.name, results));
     }
-    await writeSection(sections.join('\n'));
+    if (WRITE_DOC) await writeSection(sections.join('\n'));
     console.log(sections.join('\n'));
   } finally {
     await db.destroy();
@@ -55,9 +74,55 @@ async function main(): Promise<void> {
   }
 }
 
-async function benchTier(db: Db, databaseUrl: string, env: Record<string, string>): Promise<LoadResult[]> {
+/** A step's load figures, plus the CPU the gateway (all its processes) and any watched processes used meanwhile. */
+interface StepResult extends LoadResult {
+  /** Gateway CPU (user + system, every process of it) per accepted event, µs. */
+  gatewayCpuUsPerEvent: number;
+  /** Gateway CPU over the step's wall time: 1.0 is one core kept busy. */
+  gatewayCores: number;
+  /** The same for BENCH_WATCH_PIDS (e.g. the broker's), when given. */
+  watchedCores: number | undefined;
+  /** The same for this process, the load generator. */
+  loadCores: number;
+  /** The machine's 1-minute load average at the end of the step (the machine may be shared). */
+  loadAverage: number;
+}
+
+/** Other processes to account for (comma-separated pids, e.g. Kafka's and the registry's). */
+const WATCH_PIDS = (process.env.BENCH_WATCH_PIDS ?? '').split(',').filter(Boolean).map(Number);
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+/** CPU seconds (user + system) used so far by a process and its children that are alive; 0 where /proc says nothing. */
+function cpuSeconds(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  const stat = (p: string): string[] | undefined => {
+    try {
+      const text = readFileSync(`/proc/${p}/stat`, 'utf8');
+      return text.slice(text.lastIndexOf(')') + 2).split(' ');
+    } catch {
+      return undefined;
+    }
+  };
+  let ticks = 0;
+  let procs: string[] = [];
+  try {
+    procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return 0;
+  }
+  for (const p of procs) {
+    const f = stat(p);
+    // Fields after the name: state(0) ppid(1) ... utime(11) stime(12).
+    if (f && (Number(p) === pid || Number(f[1]) === pid)) ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+async function benchTier(db: Db, databaseUrl: string, env: Record<string, string>): Promise<StepResult[]> {
   const port = await freePort();
   const nodeArgs = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  // Extra node options for the gateway only (e.g. V8 heap settings to compare).
+  nodeArgs.push(...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean));
   const gateway = spawn(process.execPath, [...nodeArgs, GATEWAY_MAIN], {
     env: { ...process.env, ...env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: `bench${Date.now()}.` },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -66,23 +131,45 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
     await waitReady(`http://127.0.0.1:${port}`, gateway);
     const accounts = new AccountsStore(db);
     const runId = randomBytes(4).toString('hex');
-    const results: LoadResult[] = [];
-    for (const concurrency of CONCURRENCY) {
+    const step = async (label: string, concurrency: number, durationMs: number): Promise<StepResult> => {
       const keys: string[] = [];
       for (let i = 0; i < ORGS_PER_STEP; i++) {
-        const org = await accounts.createOrganization({ name: `bench-${runId}-${concurrency}-${i}` });
+        const org = await accounts.createOrganization({ name: `bench-${runId}-${label}-${i}` });
         keys.push((await accounts.createApiKey({ orgId: org.id, type: 'write' })).key);
       }
-      const result = await runLoad({
+      const cpu0 = cpuSeconds(gateway.pid);
+      const watched0 = WATCH_PIDS.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+      const own0 = process.cpuUsage();
+      const load = await runLoad({
         url: `http://127.0.0.1:${port}/functions/v1/v1-batch`,
         keys,
         sourceIps: SOURCE_IPS,
         concurrency,
-        durationMs: STEP_MS,
-        body: (seq) => batchBody(seq, `${runId}c${concurrency}`),
+        durationMs,
+        body: (seq) => batchBody(seq, `${runId}${label}`),
       });
-      console.error(`concurrency ${concurrency}: ${Math.round(result.eventsPerSecond)} events/s, p50 ${result.p50Ms.toFixed(1)} ms, p99 ${result.p99Ms.toFixed(1)} ms, non-200 ${result.non200}`);
-      results.push(result);
+      const own = process.cpuUsage(own0);
+      const cpu = cpuSeconds(gateway.pid) - cpu0;
+      const watched = WATCH_PIDS.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - watched0;
+      return {
+        ...load,
+        gatewayCpuUsPerEvent: load.eventsAccepted > 0 ? (cpu * 1e6) / load.eventsAccepted : 0,
+        gatewayCores: cpu / load.seconds,
+        watchedCores: WATCH_PIDS.length > 0 ? watched / load.seconds : undefined,
+        loadCores: (own.user + own.system) / 1e6 / load.seconds,
+        loadAverage: os.loadavg()[0] ?? 0,
+      };
+    };
+    if (WARMUP_MS > 0) await step('w', CONCURRENCY[0] ?? 4, WARMUP_MS);
+    const results: StepResult[] = [];
+    for (const concurrency of CONCURRENCY) {
+      const r = await step(`c${concurrency}`, concurrency, STEP_MS);
+      console.error(
+        `concurrency ${concurrency}: ${Math.round(r.eventsPerSecond)} events/s, p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, ` +
+          `non-200 ${r.non200}, gateway ${r.gatewayCpuUsPerEvent.toFixed(1)} µs CPU/event (${r.gatewayCores.toFixed(2)} cores)` +
+          `${r.watchedCores === undefined ? '' : `, watched ${r.watchedCores.toFixed(2)} cores`}, load generator ${r.loadCores.toFixed(2)} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+      );
+      results.push(r);
     }
     return results;
   } finally {
@@ -101,12 +188,20 @@ async function waitReady(url: string, child: ChildProcess): Promise<void> {
   throw new Error('gateway not ready within 60 s');
 }
 
-function table(tier: string, results: LoadResult[]): string {
+function table(tier: string, results: StepResult[]): string {
   const rows = results.map(
     (r) =>
-      `| ${r.concurrency} | ${r.requests} | ${Math.round(r.eventsPerSecond).toLocaleString('en')} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.non200} |`,
+      `| ${r.concurrency} | ${r.requests} | ${Math.round(r.eventsPerSecond).toLocaleString('en')} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.non200} | ` +
+      `${r.gatewayCpuUsPerEvent.toFixed(0)} | ${r.gatewayCores.toFixed(2)} | ${r.loadAverage.toFixed(1)} |`,
   );
-  return [`#### ${tier}`, '', '| concurrency | requests | events/s accepted | p50 ms | p99 ms | non-200 |', '|---|---|---|---|---|---|', ...rows, ''].join('\n');
+  return [
+    `#### ${tier}`,
+    '',
+    '| concurrency | requests | events/s accepted | p50 ms | p99 ms | non-200 | gateway CPU µs/event | gateway cores busy | load avg (1 min) |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
 }
 
 /** Replaces the gateway section of docs/benchmarks.md, keeping the rest. */
