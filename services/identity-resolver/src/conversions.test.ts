@@ -47,6 +47,19 @@ describe('conversionCurrency', () => {
   });
 });
 
+const input = {
+  orgId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f',
+  profileId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e70',
+  eventId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e71',
+  messageId: 'm-1',
+  eventName: 'purchase',
+  eventTimestamp: '2026-01-01T00:00:00.000Z',
+  context: { ip_address: '203.0.113.9', user_agent: 'UA', page: { url: 'https://shop.test/thanks' } },
+  email: 'alice@example.com',
+  phone: '+919876543210',
+  clientIp: '198.51.100.1',
+};
+
 describe('candidate payload', () => {
   it.each([
     ['A-1', 'A-1'],
@@ -63,18 +76,6 @@ describe('candidate payload', () => {
     expect(hashEmail('nope')).toBeNull();
   });
 
-  const input = {
-    orgId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f',
-    profileId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e70',
-    eventId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e71',
-    messageId: 'm-1',
-    eventName: 'purchase',
-    eventTimestamp: '2026-01-01T00:00:00.000Z',
-    context: { ip_address: '203.0.113.9', user_agent: 'UA', page: { url: 'https://shop.test/thanks' } },
-    email: 'alice@example.com',
-    phone: '+919876543210',
-    clientIp: '198.51.100.1',
-  };
 
   it('carries value, currency, order and hashes, never clear text', () => {
     const c = conversionCandidate({ ...input, properties: { value: '49.90', currency: 'usd', order_id: 'o-9' } });
@@ -92,18 +93,7 @@ describe('candidate payload', () => {
 // Fixed SHA-256 vectors (the first is the one the platforms' docs publish), so a
 // change of normalisation or encoding cannot pass unnoticed.
 describe('hashing vectors', () => {
-  const base = {
-    orgId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f',
-    profileId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e70',
-    eventId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e71',
-    messageId: 'm-1',
-    eventName: 'purchase',
-    eventTimestamp: '2026-01-01T00:00:00.000Z',
-    properties: {},
-    context: {},
-    phone: null,
-    clientIp: null,
-  };
+  const base = { ...input, properties: {}, context: {}, phone: null, clientIp: null };
 
   it.each([
     [' Test@Example.com ', '973dfe463ec85785f5f95af5ba3906eedb2d931c24e69824a89ea65dba4e813b'],
