@@ -1,13 +1,19 @@
 import { busConfigSpec } from '@svc/bus';
 import { env, httpServiceConfigSpec } from '@svc/runtime';
 
-/** Settings only the forwarder has (also read by the standalone stack). */
-export const forwarderOwnConfigSpec = {
+const CONNECTOR_KEY_DESCRIPTION = 'Key that seals connector secrets at rest (32 bytes: 64 hex digits or base64)';
+
+/** Where the standalone stack and svcctl get the key: unset, the one kept in DATA_DIR (secrets.ts resolveSecretKey). */
+export const connectorKeyConfigSpec = {
   CONNECTOR_SECRET_KEY: env.optionalString({
-    description:
-      'Key that seals connector secrets at rest (32 bytes: 64 hex digits or base64). Required by the forwarder and by `svcctl connector add`; the standalone stack keeps a generated one in DATA_DIR when unset',
+    description: `${CONNECTOR_KEY_DESCRIPTION}; unset: a key generated once and kept in DATA_DIR`,
     secret: true,
   }),
+};
+
+/** Settings only the forwarder has (also read by the standalone stack). */
+export const forwarderOwnConfigSpec = {
+  ...connectorKeyConfigSpec,
   FORWARDER_MAX_ATTEMPTS: env.int({
     description: 'Attempts per conversion on 5xx, 429 and network errors before it is marked dead',
     default: 10,
@@ -40,4 +46,6 @@ export const forwarderConfigSpec = {
   DATABASE_URL: env.string({ description: 'PostgreSQL URL (connectors, the conversion queue; the log on the Postgres tier)', secret: true }),
   ...busConfigSpec,
   ...forwarderOwnConfigSpec,
+  // On its own the forwarder has no DATA_DIR to keep a key in: it must be given.
+  CONNECTOR_SECRET_KEY: env.string({ description: CONNECTOR_KEY_DESCRIPTION, secret: true }),
 };

@@ -22,10 +22,6 @@ import { startForwarder } from './start';
 async function main(): Promise<void> {
   const config = loadConfigOrExit(forwarderConfigSpec, process.env);
   const logger = createLogger({ name: 'conversion-forwarder', level: config.LOG_LEVEL });
-  if (!config.CONNECTOR_SECRET_KEY) {
-    logger.fatal('CONNECTOR_SECRET_KEY is required: it opens the connectors’ secrets');
-    process.exit(78);
-  }
   const secretKey = parseSecretKey(config.CONNECTOR_SECRET_KEY);
   const lifecycle = new Lifecycle({ logger });
   try {

@@ -67,3 +67,8 @@ export async function keyFromDataDir(dataDir: string): Promise<Buffer> {
   }
   return parseSecretKey(await readFile(file, 'utf8'));
 }
+
+/** The configured key, or (unset) the one kept in DATA_DIR. */
+export function resolveSecretKey(configured: string | undefined, dataDir: string): Promise<Buffer> {
+  return configured ? Promise.resolve(parseSecretKey(configured)) : keyFromDataDir(dataDir);
+}

@@ -1,6 +1,6 @@
 import { createBus, prefixedTopics } from '@svc/bus';
 import { mountConsentApi } from '@svc/consent-api';
-import { ConnectorStore, forwarderMetrics, keyFromDataDir, parseSecretKey, startForwarder } from '@svc/conversion-forwarder';
+import { ConnectorStore, forwarderMetrics, resolveSecretKey, startForwarder } from '@svc/conversion-forwarder';
 import { resolverMetrics, startResolver } from '@svc/identity-resolver';
 import { mountGateway } from '@svc/ingest-gateway';
 import { mountProfileApi } from '@svc/profile-api';
@@ -52,7 +52,7 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
     const topics = prefixedTopics(config.TOPIC_PREFIX);
     await bus.ensureTopics(Object.values(topics));
 
-    const secretKey = config.CONNECTOR_SECRET_KEY ? parseSecretKey(config.CONNECTOR_SECRET_KEY) : await keyFromDataDir(config.DATA_DIR);
+    const secretKey = await resolveSecretKey(config.CONNECTOR_SECRET_KEY, config.DATA_DIR);
     const connectors = new ConnectorStore(db);
     const resolver = await startResolver({
       db,

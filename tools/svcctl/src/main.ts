@@ -6,12 +6,13 @@ import {
   createDb,
   createLogger,
   env,
+  httpServiceConfigSpec,
   loadConfig,
   runMigrations,
   startEmbeddedPostgres,
   type EmbeddedPostgres,
 } from '@svc/runtime';
-import { keyFromDataDir, parseSecretKey } from '@svc/conversion-forwarder';
+import { connectorKeyConfigSpec, resolveSecretKey } from '@svc/conversion-forwarder';
 import { allMigrations } from '@svc/standalone';
 import { USAGE, UsageError, parseFlags, resolveCommand, snakeCaseKeys } from './cli';
 import { InvalidInputError } from './command';
@@ -25,11 +26,12 @@ import { InvalidInputError } from './command';
 const configSpec = {
   DATABASE_URL: env.url({ description: 'PostgreSQL URL; unset uses the embedded database in DATA_DIR', default: undefined, secret: true }),
   DATA_DIR: env.string({ description: 'Data directory of the standalone stack (embedded database)', default: './.data' }),
-  CONNECTOR_SECRET_KEY: env.optionalString({ description: 'Key that seals connector secrets; unset uses the one the standalone stack keeps in DATA_DIR', secret: true }),
+  ...connectorKeyConfigSpec,
   // `replay` reads the log the services write.
   ...busConfigSpec,
   PHONE_DEFAULT_COUNTRY_CODE: resolverOwnConfigSpec.PHONE_DEFAULT_COUNTRY_CODE,
-  LOG_LEVEL: env.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, { description: 'Log level of what svcctl reports on stderr, besides its result', default: 'error' }),
+  // stderr carries the result's error object: only errors besides it, by default.
+  LOG_LEVEL: { ...httpServiceConfigSpec.LOG_LEVEL, default: 'error' as const },
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -57,8 +59,7 @@ async function main(argv: string[]): Promise<number> {
     const result = await command.run(values, {
       db,
       migrations: allMigrations,
-      connectorSecretKey: async () =>
-        config.CONNECTOR_SECRET_KEY ? parseSecretKey(config.CONNECTOR_SECRET_KEY) : keyFromDataDir(config.DATA_DIR),
+      connectorSecretKey: () => resolveSecretKey(config.CONNECTOR_SECRET_KEY, config.DATA_DIR),
       bus: () =>
         (opened ??= createBus(config, { db, databaseUrl, logger }).then((bus) => ({ bus, topics: prefixedTopics(config.TOPIC_PREFIX) }))),
       logger,
