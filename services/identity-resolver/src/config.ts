@@ -10,6 +10,12 @@ export const resolverOwnConfigSpec = {
     min: 1,
     max: 2000,
   }),
+  RESOLVER_CONSUMERS: env.int({
+    description: 'Consumer-group members of the identity resolver in this process; each resolves its share of the raw-events partitions in its own transactions, concurrently',
+    default: 4,
+    min: 1,
+    max: 64,
+  }),
   OUTBOX_RELAY_INTERVAL_MS: env.int({
     description: 'How often the identity resolver looks for outbox messages written by other processes (milliseconds)',
     default: 500,

@@ -55,12 +55,20 @@ export async function loadEngagementRules(
   db: Db,
   orgIds: readonly string[],
 ): Promise<{ rules: Map<string, CompiledEngagementRules>; invalid: string[] }> {
-  const rules = new Map<string, CompiledEngagementRules>(orgIds.map((id) => [id, DEFAULT_COMPILED_RULES]));
-  const invalid: string[] = [];
-  if (orgIds.length === 0) return { rules, invalid };
+  if (orgIds.length === 0) return compileStoredEngagementRules(orgIds, []);
   const { rows } = (await db.raw('select org_id, rules from identity.engagement_rules where org_id = any(?::uuid[])', [[...orgIds]])) as {
     rows: Array<{ org_id: string; rules: unknown }>;
   };
+  return compileStoredEngagementRules(orgIds, rows);
+}
+
+/** loadEngagementRules for rows the caller read itself (the resolver reads them with the rest of its batch's state). */
+export function compileStoredEngagementRules(
+  orgIds: readonly string[],
+  rows: ReadonlyArray<{ org_id: string; rules: unknown }>,
+): { rules: Map<string, CompiledEngagementRules>; invalid: string[] } {
+  const rules = new Map<string, CompiledEngagementRules>(orgIds.map((id) => [id, DEFAULT_COMPILED_RULES]));
+  const invalid: string[] = [];
   for (const row of rows) {
     const check = checkEngagementRules(row.rules);
     if (check.ok) rules.set(row.org_id, compileEngagementRules(check.rules));

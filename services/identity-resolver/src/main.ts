@@ -30,6 +30,12 @@ async function main(): Promise<void> {
     lifecycle.registerFirst('bus', () => bus.close());
     const metrics = createMetrics({ defaultLabels: { service: 'identity-resolver' } });
     const connectors = new ConnectorStore(db);
+    // Each member holds a connection for its transaction and another for its conversion-name look-ups;
+    // the outbox relay needs two more. A pool too small for the members asked for gets fewer of them.
+    const consumers = Math.max(1, Math.min(config.RESOLVER_CONSUMERS, Math.floor((config.RESOLVER_DB_POOL_MAX - 2) / 2)));
+    if (consumers < config.RESOLVER_CONSUMERS) {
+      logger.warn({ consumers, RESOLVER_CONSUMERS: config.RESOLVER_CONSUMERS, RESOLVER_DB_POOL_MAX: config.RESOLVER_DB_POOL_MAX }, 'resolver: the connection pool is too small for RESOLVER_CONSUMERS; running fewer consumers');
+    }
     const resolver = await startResolver({
       db,
       bus,
@@ -38,6 +44,7 @@ async function main(): Promise<void> {
       metrics: resolverMetrics(metrics),
       groupId: config.RESOLVER_GROUP_ID,
       maxBatchSize: config.RESOLVER_BATCH_SIZE,
+      consumers,
       relay: { intervalMs: config.OUTBOX_RELAY_INTERVAL_MS },
       batch: {
         defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),

@@ -1,5 +1,5 @@
 import { NotFoundError, ValidationError, type Db } from '@svc/runtime';
-import { profileChange, writeOutbox } from './outbox';
+import { OUTBOX_INSERT, outboxRecords, profileChange, writeOutbox } from './outbox';
 import { resolveProfileId } from './profiles';
 import type { MergeReason } from './resolve';
 import { holdOffReplay } from './replay-lock';
@@ -66,61 +66,83 @@ export async function mergeProfiles(trx: Db, input: MergeInput): Promise<void> {
   const locked = await lockProfiles(trx, orgId, [s, t]);
   if (locked.length !== 2) throw new NotFoundError('One or both profiles not found');
   if (locked.some((p) => p.merged_into !== null)) throw new ConcurrentWriteError('a profile to merge was merged away meanwhile');
+  await mergeLockedProfiles(trx, input);
+}
 
-  const move = (table: string) =>
-    trx.raw(`update identity.${table} set profile_id = ? where org_id = ? and profile_id = ?`, [t, orgId, s]);
-  await move('identity_signals');
-  await move('events');
-  await move('click_ids');
-  const sessions = (await trx.raw(
-    `with moved as (delete from identity.profile_sessions where org_id = ? and profile_id = ? returning session_id)
-     insert into identity.profile_sessions (org_id, profile_id, session_id)
-     select ?, ?, session_id from moved on conflict do nothing`,
-    [orgId, s, orgId, t],
-  )) as { rowCount: number | null };
-  const fingerprints = (await trx.raw(
-    `with moved as (delete from identity.fingerprints where org_id = ? and profile_id = ? returning *)
-     insert into identity.fingerprints as f (org_id, profile_id, fingerprint_hash, first_seen_at, last_seen_at, occurrence_count)
-     select org_id, ?, fingerprint_hash, first_seen_at, last_seen_at, occurrence_count from moved
-     on conflict (org_id, profile_id, fingerprint_hash) do update set
-       first_seen_at = least(f.first_seen_at, excluded.first_seen_at),
-       last_seen_at = greatest(f.last_seen_at, excluded.last_seen_at),
-       occurrence_count = f.occurrence_count + excluded.occurrence_count`,
-    [orgId, s, t],
-  )) as { rowCount: number | null };
-  if ((fingerprints.rowCount ?? 0) > 0) await updateStability(trx, orgId, [t]);
-
-  await trx.raw(
-    `update identity.profiles t set
-       event_count = t.event_count + s.event_count,
-       session_count = t.session_count + ?,
-       first_seen_at = least(t.first_seen_at, s.first_seen_at),
-       last_seen_at = greatest(t.last_seen_at, s.last_seen_at),
-       first_touch = ${earlier('t.first_touch', 's.first_touch')},
-       last_touch = ${later('t.last_touch', 's.last_touch')},
-       traits = s.traits || t.traits,
-       user_id = coalesce(t.user_id, s.user_id),
-       -- Both scores decayed to the later of their instants, then added (engagement.ts).
-       engagement_score = identity.engagement_decay(t.engagement_score, t.engagement_updated_at, greatest(t.engagement_updated_at, s.engagement_updated_at), r.half_life_days)
-         + identity.engagement_decay(s.engagement_score, s.engagement_updated_at, greatest(t.engagement_updated_at, s.engagement_updated_at), r.half_life_days),
-       engagement_updated_at = greatest(t.engagement_updated_at, s.engagement_updated_at),
-       created_at = least(t.created_at, s.created_at),
-       updated_at = now()
-     from identity.profiles s
-     left join identity.engagement_rules r on r.org_id = s.org_id
-     where t.id = ? and s.id = ?`,
-    [sessions.rowCount ?? 0, t, s],
-  );
-  await trx.raw(
-    'update identity.profiles set merged_into = ?, updated_at = now() where org_id = ? and (id = ? or merged_into = ?)',
-    [t, orgId, s, s],
-  );
-  await trx.raw(
-    `insert into identity.merges (org_id, source_profile_id, target_profile_id, reason, actor, message_id, note)
-     values (?, ?, ?, ?, ?, ?, ?)`,
-    [orgId, s, t, input.reason, input.actor, input.messageId ?? null, input.note ?? null],
-  );
-  await writeOutbox(trx, [profileChange(orgId, s, 'merged', t)]);
+/**
+ * mergeProfiles for a caller whose transaction already holds both profile
+ * rows locked and knows both are live profiles of the organisation (the
+ * resolver, which locked its batch's profiles when it read them): the same
+ * merge, without locking and checking again.
+ */
+export async function mergeLockedProfiles(trx: Db, input: MergeInput): Promise<void> {
+  const { orgId, sourceId: s, targetId: t } = input;
+  if (s === t) throw new ValidationError('cannot merge a profile into itself');
+  // Everything in one statement (one round trip): the moves, the counters, the marks, the audit row
+  // and the outbox row. The parts touch different rows, so they cannot see or undo each other; the
+  // target's session count adds the sessions the move actually inserted.
+  const { rows } = (await trx.raw(
+    `with signals as (
+       update identity.identity_signals set profile_id = :t where org_id = :org and profile_id = :s
+     ), events as (
+       update identity.events set profile_id = :t where org_id = :org and profile_id = :s
+     ), clicks as (
+       update identity.click_ids set profile_id = :t where org_id = :org and profile_id = :s
+     ), moved_sessions as (
+       delete from identity.profile_sessions where org_id = :org and profile_id = :s returning session_id
+     ), sessions as (
+       insert into identity.profile_sessions (org_id, profile_id, session_id)
+       select :org, :t, session_id from moved_sessions on conflict do nothing returning 1
+     ), moved_fingerprints as (
+       delete from identity.fingerprints where org_id = :org and profile_id = :s returning *
+     ), fingerprints as (
+       insert into identity.fingerprints as f (org_id, profile_id, fingerprint_hash, first_seen_at, last_seen_at, occurrence_count)
+       select org_id, :t, fingerprint_hash, first_seen_at, last_seen_at, occurrence_count from moved_fingerprints
+       on conflict (org_id, profile_id, fingerprint_hash) do update set
+         first_seen_at = least(f.first_seen_at, excluded.first_seen_at),
+         last_seen_at = greatest(f.last_seen_at, excluded.last_seen_at),
+         occurrence_count = f.occurrence_count + excluded.occurrence_count
+       returning 1
+     ), target_profile as (
+       update identity.profiles t set
+         event_count = t.event_count + s.event_count,
+         session_count = t.session_count + (select count(*) from sessions),
+         first_seen_at = least(t.first_seen_at, s.first_seen_at),
+         last_seen_at = greatest(t.last_seen_at, s.last_seen_at),
+         first_touch = ${earlier('t.first_touch', 's.first_touch')},
+         last_touch = ${later('t.last_touch', 's.last_touch')},
+         traits = s.traits || t.traits,
+         user_id = coalesce(t.user_id, s.user_id),
+         -- Both scores decayed to the later of their instants, then added (engagement.ts).
+         engagement_score = identity.engagement_decay(t.engagement_score, t.engagement_updated_at, greatest(t.engagement_updated_at, s.engagement_updated_at), r.half_life_days)
+           + identity.engagement_decay(s.engagement_score, s.engagement_updated_at, greatest(t.engagement_updated_at, s.engagement_updated_at), r.half_life_days),
+         engagement_updated_at = greatest(t.engagement_updated_at, s.engagement_updated_at),
+         created_at = least(t.created_at, s.created_at),
+         updated_at = now()
+       from identity.profiles s
+       left join identity.engagement_rules r on r.org_id = s.org_id
+       where t.id = :t and s.id = :s
+     ), source_profiles as (
+       update identity.profiles set merged_into = :t, updated_at = now() where org_id = :org and (id = :s or merged_into = :s)
+     ), audit as (
+       insert into identity.merges (org_id, source_profile_id, target_profile_id, reason, actor, message_id, note)
+       values (:org, :s, :t, :reason, :actor, :messageId, :note)
+     ), outbox as (
+       ${OUTBOX_INSERT.replace('?', ':outbox')}
+     )
+     select (select count(*) from fingerprints)::int as fingerprints`,
+    {
+      org: orgId,
+      s,
+      t,
+      reason: input.reason,
+      actor: input.actor,
+      messageId: input.messageId ?? null,
+      note: input.note ?? null,
+      outbox: outboxRecords([profileChange(orgId, s, 'merged', t)]),
+    },
+  )) as { rows: Array<{ fingerprints: number }> };
+  if ((rows[0]?.fingerprints ?? 0) > 0) await updateStability(trx, orgId, [t]);
 }
 
 /** stability_score = the share of the profile's fingerprinted events that carried the hash. */

@@ -1,4 +1,4 @@
-import { DLQ_REASON_HEADER, assertValid, deadLetterTopicFor, type Bus, type OutgoingMessage } from '@svc/bus';
+import { DLQ_REASON_HEADER, SchemaViolationError, assertValid, deadLetterTopicFor, type Bus, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import { Topics, firstSchemaError, type ProfileChange, type ResolvedEvent, type TopicSpec } from '@svc/contracts';
 import type { Db, Logger } from '@svc/runtime';
 import { namedLockKey } from './ids';
@@ -49,16 +49,27 @@ export const resolvedEventRef = (eventId: string): OutboxMessage => ({ topic: 'e
 /** Stores messages in the caller's transaction, in order. Payloads are checked against their schemas first. */
 export async function writeOutbox(trx: Db, messages: readonly OutboxMessage[]): Promise<void> {
   if (messages.length === 0) return;
+  await trx.raw(OUTBOX_INSERT, [outboxRecords(messages)]);
+}
+
+/**
+ * The rows of `messages` for OUTBOX_INSERT, as one JSON array, after checking
+ * every payload against its topic's schema (a violation throws).
+ */
+export function outboxRecords(messages: readonly OutboxMessage[]): string {
   for (const m of messages) if (m.payload !== null) assertValid(Topics[m.topic], m.payload);
-  await trx.raw(
-    `insert into identity.outbox (topic, message_key, payload, event_id)
+  return JSON.stringify(messages.map((m) => ({ topic: m.topic, key: m.key, payload: m.payload, event_id: m.eventId })));
+}
+
+/**
+ * Inserts outboxRecords (its one `?`) in their order, so ids follow it. A
+ * statement of its own, or a data-modifying CTE of a larger one.
+ */
+export const OUTBOX_INSERT = `insert into identity.outbox (topic, message_key, payload, event_id)
      select r.topic, r.key, r.payload, r.event_id
      from rows from (jsonb_to_recordset(?::jsonb) as (topic text, key text, payload jsonb, event_id uuid))
        with ordinality as r (topic, key, payload, event_id, n)
-     order by r.n`,
-    [JSON.stringify(messages.map((m) => ({ topic: m.topic, key: m.key, payload: m.payload, event_id: m.eventId })))],
-  );
-}
+     order by r.n`;
 
 interface OutboxRow {
   id: number;
@@ -68,18 +79,42 @@ interface OutboxRow {
   event_id: string | null;
 }
 
-interface EventRow {
-  id: string;
-  org_id: string;
-  message_id: string;
-  profile_id: string;
-  event_name: string;
-  event_timestamp: Date;
-  received_at: Date;
-  properties: Record<string, unknown>;
-  context: Record<string, unknown>;
-  resolution_method: string;
+/** The event columns the relay reads with an events.resolved row (null when the event is gone). */
+interface EventColumns {
+  e_org_id: string | null;
+  e_message_id: string;
+  e_profile_id: string;
+  e_event_name: string;
+  e_event_timestamp: Date;
+  e_received_at: Date;
+  e_properties: Record<string, unknown>;
+  e_context: Record<string, unknown>;
+  e_resolution_method: string;
 }
+
+/** The message of an outbox row; for events.resolved, built from the event as it is now (undefined when it is gone). */
+function messageOf(row: OutboxRow & EventColumns): OutgoingMessage | undefined {
+  if (row.topic !== 'eventsResolved') return { key: row.message_key ?? '', value: row.payload };
+  if (!row.event_id || row.e_org_id === null) return undefined;
+  const value: ResolvedEvent = {
+    v: 1,
+    orgId: row.e_org_id,
+    eventId: row.event_id,
+    messageId: row.e_message_id,
+    profileId: row.e_profile_id,
+    eventName: row.e_event_name,
+    eventTimestamp: row.e_event_timestamp.toISOString(),
+    properties: row.e_properties,
+    context: row.e_context,
+    resolutionMethod: row.e_resolution_method,
+    receivedAt: row.e_received_at.toISOString(),
+  };
+  return { key: row.e_profile_id, value };
+}
+
+/** The bus refused a produce call because a payload does not match the topic's schema (duck-typed: errors may cross realms in tests). */
+const isSchemaViolation = (err: unknown): boolean =>
+  err instanceof SchemaViolationError || (typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'SchemaViolationError');
 
 export interface OutboxRelayOptions {
   db: Db;
@@ -145,39 +180,53 @@ export class OutboxRelay {
         rows: Array<{ ok: boolean }>;
       };
       if (!lock[0]?.ok) return -1;
+      // The rows, and for events.resolved the events they name, in one statement.
       const { rows } = (await trx.raw(
-        'select id, topic, message_key, payload, event_id from identity.outbox order by id limit ?',
+        `select o.id, o.topic, o.message_key, o.payload, o.event_id,
+                e.org_id as e_org_id, e.message_id as e_message_id, e.profile_id as e_profile_id, e.event_name as e_event_name,
+                e.event_timestamp as e_event_timestamp, e.received_at as e_received_at, e.properties as e_properties,
+                e.context as e_context, e.resolution_method as e_resolution_method
+         from (select id, topic, message_key, payload, event_id from identity.outbox order by id limit ?) o
+         left join identity.events e on e.id = o.event_id
+         order by o.id`,
         [this.batchSize],
-      )) as { rows: OutboxRow[] };
+      )) as { rows: Array<OutboxRow & EventColumns> };
       if (rows.length === 0) return 0;
-      const events = await this.loadEvents(trx, rows);
       const done: number[] = [];
       const byTopic = new Map<OutboxTopic, Array<{ row: OutboxRow; message: OutgoingMessage }>>();
-      const dead: Array<{ row: OutboxRow; message: OutgoingMessage; reason: string }> = [];
       for (const row of rows) {
-        const message = this.messageOf(row, events);
+        const message = messageOf(row);
         if (!message) {
           this.o.logger.warn({ outboxId: row.id, eventId: row.event_id }, 'outbox relay: the event is gone; dropping its row');
           done.push(row.id);
           continue;
         }
-        const problem = firstSchemaError(Topics[row.topic].schema, message.value);
-        if (problem !== undefined) dead.push({ row, message, reason: `${row.topic} payload ${problem}` });
-        else byTopic.set(row.topic, [...(byTopic.get(row.topic) ?? []), { row, message }]);
-      }
-      for (const { row, message, reason } of dead) {
-        const [result] = await this.o.bus.produce(deadLetterTopicFor(this.o.topics[row.topic]), [
-          { ...message, headers: { [DLQ_REASON_HEADER]: reason } },
-        ]);
-        if (result?.ok) done.push(row.id);
-        this.o.logger.error({ outboxId: row.id, reason }, 'outbox relay: a message does not match its schema; dead-lettered');
+        const items = byTopic.get(row.topic);
+        if (items) items.push({ row, message });
+        else byTopic.set(row.topic, [{ row, message }]);
       }
       let failed: Error | undefined;
-      for (const [topic, items] of byTopic) {
-        const results = await this.o.bus.produce(
-          this.o.topics[topic],
-          items.map((i) => i.message),
-        );
+      for (const [topic, all] of byTopic) {
+        let items = all;
+        let results: ProduceResult[];
+        try {
+          // The bus checks every payload against the topic's schema before it stores any of them.
+          results = await this.o.bus.produce(
+            this.o.topics[topic],
+            items.map((i) => i.message),
+          );
+        } catch (err) {
+          if (!isSchemaViolation(err)) throw err;
+          // Only then one by one: a message that does not match goes to the topic's DLQ rather than
+          // blocking the relay, and the rest are produced.
+          items = [];
+          for (const item of all) {
+            const problem = firstSchemaError(Topics[topic].schema, item.message.value);
+            if (problem === undefined) items.push(item);
+            else if (await this.deadLetter(topic, item.row, item.message, `${topic} payload ${problem}`)) done.push(item.row.id);
+          }
+          results = items.length > 0 ? await this.o.bus.produce(this.o.topics[topic], items.map((i) => i.message)) : [];
+        }
         // A failed message holds back the rest of its key, so a key's order survives a partial failure.
         const blocked = new Set<string>();
         items.forEach((item, i) => {
@@ -196,35 +245,11 @@ export class OutboxRelay {
     });
   }
 
-  private async loadEvents(trx: Db, rows: readonly OutboxRow[]): Promise<Map<string, EventRow>> {
-    const ids = rows.flatMap((r) => (r.event_id ? [r.event_id] : []));
-    if (ids.length === 0) return new Map();
-    const { rows: events } = (await trx.raw(
-      `select id, org_id, message_id, profile_id, event_name, event_timestamp, received_at, properties, context, resolution_method
-       from identity.events where id = any(?::uuid[])`,
-      [ids],
-    )) as { rows: EventRow[] };
-    return new Map(events.map((e) => [e.id, e]));
-  }
-
-  private messageOf(row: OutboxRow, events: ReadonlyMap<string, EventRow>): OutgoingMessage | undefined {
-    if (row.topic !== 'eventsResolved') return { key: row.message_key ?? '', value: row.payload };
-    const e = row.event_id ? events.get(row.event_id) : undefined;
-    if (!e) return undefined;
-    const value: ResolvedEvent = {
-      v: 1,
-      orgId: e.org_id,
-      eventId: e.id,
-      messageId: e.message_id,
-      profileId: e.profile_id,
-      eventName: e.event_name,
-      eventTimestamp: e.event_timestamp.toISOString(),
-      properties: e.properties,
-      context: e.context,
-      resolutionMethod: e.resolution_method,
-      receivedAt: e.received_at.toISOString(),
-    };
-    return { key: e.profile_id, value };
+  /** Parks a message its topic's schema refuses; true once the DLQ has it. */
+  private async deadLetter(topic: OutboxTopic, row: OutboxRow, message: OutgoingMessage, reason: string): Promise<boolean> {
+    const [result] = await this.o.bus.produce(deadLetterTopicFor(this.o.topics[topic]), [{ ...message, headers: { [DLQ_REASON_HEADER]: reason } }]);
+    this.o.logger.error({ outboxId: row.id, reason }, 'outbox relay: a message does not match its schema; dead-lettered');
+    return result?.ok === true;
   }
 
   private async run(): Promise<void> {

@@ -8,8 +8,11 @@ import type { Db } from '@svc/runtime';
  */
 const REPLAY_LOCK = 'svc:identity-replay';
 
+/** holdOffReplay as an SQL expression, to take the lock within a statement of the caller's. */
+export const HOLD_OFF_REPLAY = `pg_advisory_xact_lock_shared(hashtext('${REPLAY_LOCK}'))`;
+
 export async function holdOffReplay(trx: Db): Promise<void> {
-  await trx.raw('select pg_advisory_xact_lock_shared(hashtext(?))', [REPLAY_LOCK]);
+  await trx.raw(`select ${HOLD_OFF_REPLAY}`);
 }
 
 export async function excludeWriters(trx: Db): Promise<void> {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, deadLetterTopicFor, type IncomingMessage } from '@svc/bus';
 import type { RawEventEnvelope } from '@svc/contracts';
@@ -336,6 +336,25 @@ describeWithPostgres('identity resolver on PostgreSQL and the Postgres-backed lo
       expect(kinds).toContainEqual(['created', second.id, undefined]);
       expect(kinds).toContainEqual(['merged', second.id, olive.id]);
       expect(kinds).toContainEqual(['updated', olive.id, undefined]);
+    });
+  });
+
+  describe('outbox relay', () => {
+    it("parks a message its topic's schema refuses on that topic's DLQ, with the reason, and relays the rest", async () => {
+      const org = await h.org();
+      const parked = await h.collect(deadLetterTopicFor(h.topics.profilesChanges));
+      const [bad, good] = [randomUUID(), randomUUID()];
+      // Written around writeOutbox (which checks payloads): no `at`.
+      await h.db.raw(
+        `insert into identity.outbox (topic, message_key, payload) values ('profilesChanges', ?, ?::jsonb), ('profilesChanges', ?, ?::jsonb)`,
+        [bad, JSON.stringify({ v: 1, orgId: org, profileId: bad, change: 'created' }), good, JSON.stringify({ v: 1, orgId: org, profileId: good, change: 'created', at: new Date().toISOString() })],
+      );
+      await h.waitFor('the good message relayed and the bad one parked', () =>
+        changes.some((m) => m.value.profileId === good) && parked.some((m) => m.value.profileId === bad),
+      );
+      expect(changes.some((m) => m.value.profileId === bad)).toBe(false);
+      expect(parked.find((m) => m.value.profileId === bad)!.headers[DLQ_REASON_HEADER]).toMatch(/^profilesChanges payload .*at/);
+      await h.waitFor('the outbox emptied', async () => (await h.db('identity.outbox').whereIn('message_key', [bad, good]).count({ n: '*' }))[0]?.n == 0);
     });
   });
 

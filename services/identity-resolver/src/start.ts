@@ -15,6 +15,14 @@ export interface StartResolverOptions {
   groupId?: string;
   /** Messages per bus batch, and so at most per transaction (default 200). */
   maxBatchSize?: number;
+  /**
+   * Members of the consumer group in this process (default 1). Each owns a
+   * share of the raw topic's partitions and runs its own transactions, so
+   * batches of different partitions are resolved at the same time; each
+   * partition is still handled by one member, in order. More members than
+   * partitions (8) leave some idle.
+   */
+  consumers?: number;
   batch?: BatchOptions;
   /** Outbox relay settings. */
   relay?: { batchSize?: number; intervalMs?: number };
@@ -61,22 +69,28 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     ...(o.poisonAttempts === undefined ? {} : { poisonAttempts: o.poisonAttempts }),
     onCommitted: () => relay.wake(),
   });
-  try {
-    const subscription = await o.bus.subscribe({
-      groupId: o.groupId ?? 'identity-resolver',
-      topics: [topics.eventsRaw],
-      handler,
-      maxBatchSize,
-    });
-    return {
-      relay,
-      async stop() {
-        await subscription.stop();
-        await relay.stop();
-      },
-    };
-  } catch (err) {
+  const consumers = o.consumers ?? 1;
+  if (!Number.isInteger(consumers) || consumers < 1) throw new RangeError(`startResolver: invalid consumers ${consumers}`);
+  // The members join together, so a broker settles the group in one rebalance rather than one per member.
+  const joined = await Promise.allSettled(
+    Array.from({ length: consumers }, () =>
+      o.bus.subscribe({
+        groupId: o.groupId ?? 'identity-resolver',
+        topics: [topics.eventsRaw],
+        handler,
+        maxBatchSize,
+      }),
+    ),
+  );
+  const subscriptions = joined.flatMap((j) => (j.status === 'fulfilled' ? [j.value] : []));
+  const stopAll = async () => {
+    await Promise.all(subscriptions.map((s) => s.stop()));
     await relay.stop();
-    throw err;
+  };
+  const failed = joined.find((j): j is PromiseRejectedResult => j.status === 'rejected');
+  if (failed) {
+    await stopAll();
+    throw failed.reason;
   }
+  return { relay, stop: stopAll };
 }

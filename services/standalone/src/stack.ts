@@ -20,6 +20,9 @@ import { allMigrations } from './migrations';
 
 export type StackConfig = ConfigValues<typeof standaloneConfigSpec>;
 
+/** The resolver's connections: one transaction per consumer, their conversion-name look-ups, and the outbox relay and its produce. */
+const resolverPoolSize = (consumers: number): number => 2 * consumers + 2;
+
 export interface RunningStack {
   url: string;
   lifecycle: Lifecycle;
@@ -53,13 +56,21 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
     await bus.ensureTopics(Object.values(topics));
 
     const secretKey = await resolveSecretKey(config.CONNECTOR_SECRET_KEY, config.DATA_DIR);
-    const connectors = new ConnectorStore(db);
+    // The resolver has connections of its own, as it would as its own deployment: under load the
+    // gateway's requests must not keep its transactions (or its outbox relay) waiting for the pool.
+    const resolverDb = createDb({ url: databaseUrl, poolMax: resolverPoolSize(config.RESOLVER_CONSUMERS), applicationName: 'svc-standalone-resolver' });
+    lifecycle.registerFirst('resolver-db-pool', () => resolverDb.destroy());
+    const resolverBus = await createBus(config, { db: resolverDb, databaseUrl, logger: logger.child({ component: 'bus', for: 'identity-resolver' }), metricsRegistry: metrics.registry });
+    lifecycle.registerFirst('resolver-bus', () => resolverBus.close());
+    const connectors = new ConnectorStore(resolverDb);
     const resolver = await startResolver({
-      db,
-      bus,
+      db: resolverDb,
+      bus: resolverBus,
       topics,
       logger: logger.child({ component: 'identity-resolver' }),
       metrics: resolverMetrics(metrics),
+      consumers: config.RESOLVER_CONSUMERS,
+      maxBatchSize: config.RESOLVER_BATCH_SIZE,
       batch: { conversionNames: (orgId) => connectors.qualifyingNames(orgId) },
     });
     lifecycle.registerFirst('identity-resolver', () => resolver.stop(), { timeoutMs: 30_000 });

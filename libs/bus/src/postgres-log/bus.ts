@@ -94,12 +94,12 @@ class PgLogBus implements PostgresLogBus {
         `produce to ${topic.name}`,
         (async () => {
           const partitions = await this.partitionsOf(topic);
-          await this.transaction((q) => append(q, topic.name, partitions, messages));
+          await this.singleStatement((q) => append(q, topic.name, partitions, messages));
         })(),
       );
     } catch (err) {
       if (err instanceof BusUnavailableError) throw err;
-      // One transaction per call: it stored all or nothing.
+      // One statement, so one transaction, per call: it stored all or nothing.
       const error = err instanceof Error ? err : new Error(String(err), { cause: err });
       return messages.map(() => ({ ok: false, error }));
     }
@@ -190,19 +190,29 @@ class PgLogBus implements PostgresLogBus {
     return next;
   }
 
-  private async transaction<R>(fn: (q: Queryable) => Promise<R>): Promise<R> {
-    return this.withConnection(async (q) => {
-      // A lock or statement stuck behind a sick server must not outlive the caller's patience.
-      await q.query(`begin; set local statement_timeout = ${Math.ceil(this.timeoutMs())}`);
+  /**
+   * Runs one statement in its own transaction, which the server commits as
+   * the statement ends: the partition heads an append locks are released
+   * without waiting for a round trip to this process (whose event loop may be
+   * busy), so concurrent producers queue behind the statement and its commit
+   * only. The statement timeout (a lock or statement stuck behind a sick
+   * server must not outlive the caller's patience) is set on the session for
+   * the call and reset before the connection goes back to the pool; a
+   * connection that cannot be reset is discarded.
+   */
+  private async singleStatement<R>(fn: (q: Queryable) => Promise<R>): Promise<R> {
+    const conn = (await this.db.client.acquireConnection()) as pg.Client & { __knex__disposed?: unknown };
+    try {
+      await conn.query(`set statement_timeout = ${Math.ceil(this.timeoutMs())}`);
       try {
-        const result = await fn(q);
-        await q.query('commit');
-        return result;
-      } catch (err) {
-        await q.query('rollback').catch(() => undefined);
-        throw err;
+        return await fn(conn);
+      } finally {
+        // knex's pool destroys a connection marked disposed instead of handing it out again.
+        await conn.query('reset statement_timeout').catch((err: unknown) => (conn.__knex__disposed ??= err ?? 'statement_timeout not reset'));
       }
-    });
+    } finally {
+      await this.db.client.releaseConnection(conn);
+    }
   }
 
   /** A pooled knex connection, used as the raw pg.Client it is (knex's pg dialect pools pg.Client). */

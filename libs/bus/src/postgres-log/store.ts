@@ -50,8 +50,9 @@ export async function topicPartitions(q: Queryable, name: string): Promise<numbe
  * appear strictly in order and never skip one. Heads are locked in ascending
  * partition order (the `order by ... for update`), so producers writing to
  * several partitions at once cannot deadlock; and because the whole append is
- * one statement, the locks are held for that statement and the commit only,
- * never across a client round trip.
+ * one statement (the NOTIFY that wakes consumers included), the locks are
+ * held for that statement and the commit only, never across a client round
+ * trip.
  */
 export async function append(
   q: Queryable,
@@ -67,7 +68,7 @@ export async function append(
     return { p: partition, i: index, k: m.key, v: m.value ?? null, h: m.headers ?? {} };
   });
   const wanted = [...counts.keys()];
-  const { rowCount } = await q.query(
+  const { rows: result } = await q.query<{ stored: number }>(
     `with locked as (
        select partition from bus.partitions
        where topic = $1 and partition = any($2::int[])
@@ -78,18 +79,22 @@ export async function append(
        from locked l, unnest($2::int[], $3::int[]) as c (partition, n)
        where h.topic = $1 and h.partition = l.partition and c.partition = l.partition
        returning h.partition, h.next_offset - c.n as first
+     ), inserted as (
+       insert into bus.messages (topic, partition, "offset", key, value, headers)
+       select $1, m.p, c.first + m.i, m.k, m.v, m.h
+       from jsonb_to_recordset($4::jsonb) as m (p int, i int, k text, v jsonb, h jsonb)
+       join claimed c on c.partition = m.p
+       returning 1
      )
-     insert into bus.messages (topic, partition, "offset", key, value, headers)
-     select $1, m.p, c.first + m.i, m.k, m.v, m.h
-     from jsonb_to_recordset($4::jsonb) as m (p int, i int, k text, v jsonb, h jsonb)
-     join claimed c on c.partition = m.p`,
-    [topic, wanted, wanted.map((p) => counts.get(p)), JSON.stringify(rows)],
+     -- The notification is delivered at commit, and only if the transaction commits. Sent by this
+     -- statement, so the heads' locks are held for no extra round trip.
+     select count(*)::int as stored, pg_notify($5, $1) from inserted`,
+    [topic, wanted, wanted.map((p) => counts.get(p)), JSON.stringify(rows), MESSAGES_CHANNEL],
   );
-  if (rowCount !== messages.length) {
-    throw new Error(`topic ${topic} is missing partitions: stored ${rowCount ?? 0} of ${messages.length} messages`);
+  const stored = result[0]?.stored ?? 0;
+  if (stored !== messages.length) {
+    throw new Error(`topic ${topic} is missing partitions: stored ${stored} of ${messages.length} messages`);
   }
-  // Delivered at commit, and only if the transaction commits.
-  await q.query('select pg_notify($1, $2)', [MESSAGES_CHANNEL, topic]);
 }
 
 export interface StoredMessage {
