@@ -4,8 +4,7 @@ import { Type } from '@sinclair/typebox';
 import { fullFormats } from 'ajv-formats/dist/formats';
 import { Topics, type TopicSpec } from '@svc/contracts';
 import { deadLetterTopicFor } from '../validate';
-import { Codec, decodeRaw, headersToRecord, isRawTopic } from './codec';
-import { valueSubject } from './topics';
+import { Codec, decodeRaw, headersToRecord, isRawTopic, valueSubject } from './codec';
 
 const Writer = Type.Object(
   { id: Type.String(), seq: Type.Integer({ minimum: 0 }), at: Type.Optional(Type.String({ format: 'date-time' })) },
@@ -13,9 +12,16 @@ const Writer = Type.Object(
 );
 const topic: TopicSpec = { name: 'unit.codec', partitions: 1, schema: Writer };
 
-async function setup() {
+/**
+ * `own`: the writer registered the reader's schema (read without the serde).
+ * `foreign`: another writer schema that accepts the same values (read by the registry's serde).
+ */
+type Writers = 'own' | 'foreign';
+const writerSchema = (writer: Writers) => (writer === 'own' ? Writer : { ...Writer, $comment: 'another writer' });
+
+async function setup(writer: Writers = 'own') {
   const registry = new MockClient({ baseURLs: ['mock://'] });
-  const schemaId = await registry.register(valueSubject(topic.name), { schemaType: 'JSON', schema: JSON.stringify(Writer) });
+  const schemaId = await registry.register(valueSubject(topic.name), { schemaType: 'JSON', schema: JSON.stringify(writerSchema(writer)) });
   return { registry, schemaId, codec: new Codec(registry) };
 }
 
@@ -71,14 +77,31 @@ describe('Codec', () => {
     expect(fine.ok ? '' : fine.reason).toMatch(/plain JSON that matches the schema/);
   });
 
-  it.each([
-    ['no value', null, /has no value/],
-    ['an unknown schema id', framed(4242, '{"id":"a","seq":1}'), /schema id 4242, which the registry does not know/],
-    ['a payload that breaks its registered schema', 'bad-seq', /violates its registered schema \(id \d+\): \/seq must be >= 0/],
-    ['a bad format', 'bad-at', /violates its registered schema \(id \d+\): \/at must match format "date-time"/],
-    ['text that is not JSON', 'not-json', /is not JSON after its schema id/],
-  ])('parks %s with the reason', async (_, input, reason) => {
-    const { codec, schemaId } = await setup();
+  it('reads frames written with its own schema without the serde: one registry look-up for any number of messages', async () => {
+    const { codec, registry, schemaId } = await setup('own');
+    let lookUps = 0;
+    const getBySubjectAndId = registry.getBySubjectAndId.bind(registry);
+    registry.getBySubjectAndId = (...args) => {
+      lookUps++;
+      return getBySubjectAndId(...args);
+    };
+    const values = Array.from({ length: 20 }, (_, seq) => ({ id: `m${seq}`, seq }));
+    for (const value of values) expect(await codec.decode(topic, codec.encode(schemaId, value))).toEqual({ ok: true, value });
+    expect(lookUps).toBe(1);
+  });
+
+  it.each(
+    (['own', 'foreign'] as const).flatMap((writer) =>
+      [
+        ['no value', null, /has no value/],
+        ['an unknown schema id', framed(4242, '{"id":"a","seq":1}'), /schema id 4242, which the registry does not know/],
+        ['a payload that breaks its registered schema', 'bad-seq', /violates its registered schema \(id \d+\): \/seq must be >= 0/],
+        ['a bad format', 'bad-at', /violates its registered schema \(id \d+\): \/at must match format "date-time"/],
+        ['text that is not JSON', 'not-json', /is not JSON after its schema id/],
+      ].map(([what, input, reason]) => [writer, what, input, reason] as [Writers, string, Buffer | string | null, RegExp]),
+    ),
+  )('with the %s writer schema, parks %s with the reason', async (writer, _, input, reason) => {
+    const { codec, schemaId } = await setup(writer);
     const bytes =
       input === 'bad-seq'
         ? framed(schemaId, '{"id":"a","seq":-1}')
@@ -117,9 +140,11 @@ describe('Codec', () => {
     expect(codec.encode(undefined, { a: 1 })).toEqual(Buffer.from('{"a":1}'));
   });
 
-  it.each(Object.values(Topics).map((t) => [t.name, t] as const))('compiles the real schema of %s as the registry serde sees it', async (_, spec) => {
+  const realSchemas = Object.values(Topics).flatMap((t) => (['own', 'foreign'] as const).map((writer) => [t.name, writer, t] as const));
+  it.each(realSchemas)('checks the real schema of %s written with the %s schema', async (_, writer, spec) => {
     const registry = new MockClient({ baseURLs: ['mock://'] });
-    const id = await registry.register(valueSubject(spec.name), { schemaType: 'JSON', schema: JSON.stringify(spec.schema) });
+    const schema = writer === 'own' ? spec.schema : { ...spec.schema, $comment: 'another writer' };
+    const id = await registry.register(valueSubject(spec.name), { schemaType: 'JSON', schema: JSON.stringify(schema) });
     // An empty object fails validation: proof that the schema compiled (formats included) rather than threw.
     const result = await new Codec(registry).decode(spec, framed(id, '{}'));
     expect(result.ok ? '' : result.reason).toMatch(new RegExp(`violates its registered schema \\(id ${id}\\): / must have required property`));

@@ -9,6 +9,7 @@ import {
 } from '@confluentinc/schemaregistry';
 import { fullFormats } from 'ajv-formats/dist/formats';
 import type { IHeaders } from 'kafkajs';
+import { isDeepStrictEqual } from 'node:util';
 import { deadLetterTopicName, firstSchemaError, type TopicSpec } from '@svc/contracts';
 import { SchemaViolationError } from '../errors';
 import { isUnavailable } from './unavailable';
@@ -21,6 +22,9 @@ export type Decoded = { ok: true; value: unknown } | { ok: false; reason: string
  * match one). They are told apart by name, as deadLetterTopicName makes them.
  */
 export const isRawTopic = (name: string): boolean => name.endsWith(deadLetterTopicName(''));
+
+/** The subject the registry's TopicNameStrategy (what stock Confluent serdes use) reads a value schema from. */
+export const valueSubject = (topic: string): string => `${topic}-value`;
 
 /** Confluent wire format: magic byte 0, 4-byte big-endian schema id, then (for JSON Schema) the JSON text. */
 const MAGIC = 0;
@@ -64,10 +68,13 @@ const serdeConfig: JsonDeserializerConfig = {
  * does nothing else: the bus has validated every value against its topic's
  * schema before it gets here, and the registry's JsonSerializer would only
  * validate it again (and key its caches with a deterministic JSON of the
- * schema) per message. Reading goes through the registry's JSON Schema serde:
- * it checks the payload against the schema it was written with (the
- * registry's) and then against the subscriber's own TopicSpec, so a handler
- * only ever sees values of its declared type.
+ * schema) per message. Reading checks the payload against the schema it was
+ * written with (the registry's) and then against the subscriber's own
+ * TopicSpec, so a handler only ever sees values of its declared type. When
+ * the writer's schema is the reader's own (the usual case: both sides built
+ * from libs/contracts), one check does for both, and the frame is parsed
+ * here; any other writer schema goes through the registry's JSON Schema
+ * serde, which compiles it.
  */
 export class Codec {
   private readonly deserializer: JsonDeserializer;
@@ -77,8 +84,10 @@ export class Codec {
    * each for a real schema): the first use of each schema id goes alone.
    */
   private readonly warmed = new Map<string, Promise<void>>();
+  /** Per topic and schema id: is the writer's schema the reader's own? Failed look-ups are not kept. */
+  private readonly writerIsReader = new Map<string, Promise<boolean>>();
 
-  constructor(registry: Client) {
+  constructor(private readonly registry: Client) {
     this.deserializer = new JsonDeserializer(registry, SerdeType.VALUE, serdeConfig);
   }
 
@@ -112,16 +121,7 @@ export class Codec {
    * later); anything wrong with the message itself is a `{ ok: false }`.
    */
   async decode(spec: TopicSpec, raw: Buffer | null): Promise<Decoded> {
-    let value: unknown;
-    if (isRawTopic(spec.name)) {
-      value = decodeRaw(raw);
-    } else {
-      const framed = await this.decodeFramed(spec, raw);
-      if (!framed.ok) return framed;
-      value = framed.value;
-    }
-    const problem = firstSchemaError(spec.schema, value);
-    return problem === undefined ? { ok: true, value } : bad(new SchemaViolationError(spec.name, problem).message);
+    return isRawTopic(spec.name) ? readersCheck(spec, decodeRaw(raw)) : this.decodeFramed(spec, raw);
   }
 
   private async decodeFramed(spec: TopicSpec, raw: Buffer | null): Promise<Decoded> {
@@ -130,8 +130,9 @@ export class Codec {
     if (!isFramed(raw)) return bad(notFramed(spec, raw));
     const schemaId = raw.readUInt32BE(1);
     try {
+      if (await this.isReadersSchema(spec, schemaId)) return parseOwn(spec, schemaId, raw);
       const value = await this.firstAlone(`r${schemaId}`, () => this.deserializer.deserialize(topic, raw) as Promise<unknown>);
-      return { ok: true, value };
+      return readersCheck(spec, value);
     } catch (err) {
       if (err instanceof RestError && err.status === 404) {
         return bad(`message for topic ${topic} names schema id ${schemaId}, which the registry does not know`);
@@ -143,9 +144,44 @@ export class Codec {
       return bad(`message for topic ${topic} cannot be decoded with schema id ${schemaId}: ${(err as Error).message}`);
     }
   }
+
+  private isReadersSchema(spec: TopicSpec, schemaId: number): Promise<boolean> {
+    const key = `${spec.name}\n${schemaId}`;
+    let answer = this.writerIsReader.get(key);
+    if (!answer) {
+      const asking = this.registry
+        .getBySubjectAndId(valueSubject(spec.name), schemaId, 'JSON')
+        // As JSON on both sides: TypeBox schemas carry symbol keys, and the registry may reorder or reformat the text.
+        .then((info) => isDeepStrictEqual(JSON.parse(info.schema) as unknown, JSON.parse(JSON.stringify(spec.schema)) as unknown));
+      asking.catch(() => {
+        if (this.writerIsReader.get(key) === asking) this.writerIsReader.delete(key);
+      });
+      this.writerIsReader.set(key, asking);
+      answer = asking;
+    }
+    return answer;
+  }
+}
+
+/** A frame written with the reader's own schema: parsed, and checked once against it (reported as the serde would). */
+function parseOwn(spec: TopicSpec, schemaId: number, raw: Buffer): Decoded {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8', HEADER_BYTES));
+  } catch (err) {
+    return bad(`message for topic ${spec.name} is not JSON after its schema id ${schemaId}: ${(err as Error).message}`);
+  }
+  const problem = firstSchemaError(spec.schema, value);
+  return problem === undefined ? { ok: true, value } : bad(`message for topic ${spec.name} violates its registered schema (id ${schemaId}): ${problem}`);
 }
 
 const bad = (reason: string): Decoded => ({ ok: false, reason });
+
+/** The reader's own check of a value its writer's schema allowed. */
+function readersCheck(spec: TopicSpec, value: unknown): Decoded {
+  const problem = firstSchemaError(spec.schema, value);
+  return problem === undefined ? { ok: true, value } : bad(new SchemaViolationError(spec.name, problem).message);
+}
 
 /** A dead-letter topic's value: JSON when it is JSON (with or without the Confluent frame), else the bytes. */
 export function decodeRaw(raw: Buffer | null): unknown {

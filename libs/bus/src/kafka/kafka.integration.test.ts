@@ -15,7 +15,7 @@ import { deadLetterTopicFor, partitionFor } from '../validate';
 import { createKafkaBus, type KafkaBus } from './bus';
 import { LAG_METRIC } from './lag';
 import type { KafkaBusOptions } from './options';
-import { valueSubject } from './topics';
+import { valueSubject } from './codec';
 
 /** Group timings small enough that a dead member's partitions move on within seconds (6 s is the broker's minimum session). */
 const fastGroups: KafkaBusOptions['consumer'] = {

@@ -1,7 +1,7 @@
 import { RestError, type SchemaRegistryClient } from '@confluentinc/schemaregistry';
 import type { Admin } from 'kafkajs';
 import type { TopicSpec } from '@svc/contracts';
-import { isRawTopic } from './codec';
+import { isRawTopic, valueSubject } from './codec';
 
 /** What producing to a topic needs to know. */
 export interface TopicState {
@@ -22,9 +22,6 @@ interface Entry {
   /** The re-read under way, if any. */
   refreshing?: Promise<void>;
 }
-
-/** The subject the registry's TopicNameStrategy (what stock Confluent serdes use) reads a value schema from. */
-export const valueSubject = (topic: string): string => `${topic}-value`;
 
 /**
  * Creates topics (and grows them, never shrinks) and registers their schemas,
