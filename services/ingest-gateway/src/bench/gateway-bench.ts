@@ -28,6 +28,10 @@ import { batchBody, runLoad, type LoadResult } from './load';
  * process and thread of it) used per accepted event: on a shared machine
  * that moves far less than events/s does, so compare builds with it.
  *
+ * Each tier is measured with one gateway process and with two replicas (as
+ * a deployment scales it, behind a load balancer: here the load generator
+ * spreads its connections over them); BENCH_GATEWAY_REPLICAS (e.g. `1,2`).
+ *
  * Knobs: BENCH_STEP_MS, BENCH_CONCURRENCY (comma-separated), BENCH_TIERS
  * (`postgres,kafka`), BENCH_WARMUP_MS (unmeasured load first), BENCH_WRITE_DOC=0
  * (print only), BENCH_CPU_PROF=<dir> (the gateway writes a V8 CPU profile there
@@ -45,6 +49,7 @@ const WRITE_DOC = process.env.BENCH_WRITE_DOC !== '0';
 /** Unmeasured load before the first step, so JIT and first-use compilation are not counted. */
 const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 3_000);
 const ORGS_PER_STEP = 12;
+const REPLICAS = (process.env.BENCH_GATEWAY_REPLICAS ?? '1,2').split(',').map(Number);
 /** Another build of the gateway to measure (A/B comparisons); default this one. */
 const GATEWAY_MAIN = process.env.BENCH_GATEWAY_MAIN ?? path.resolve(__dirname, '../main.js');
 const DOC = path.resolve(__dirname, '../../../../docs/benchmarks.md');
@@ -62,8 +67,10 @@ async function main(): Promise<void> {
     }
     const sections: string[] = [];
     for (const tier of tiers) {
-      const results = await benchTier(db, pg.url, tier.env);
-      sections.push(table(tier.name, results));
+      for (const replicas of REPLICAS) {
+        const results = await benchTier(db, pg.url, tier.env, replicas);
+        sections.push(table(`${tier.name}, ${replicas === 1 ? 'one gateway process' : `${replicas} gateway replicas`}`, results));
+      }
     }
     if (WRITE_DOC) await writeSection(sections.join('\n'));
     console.log(sections.join('\n'));
@@ -76,7 +83,7 @@ async function main(): Promise<void> {
 
 /** A step's load figures, plus the CPU the gateway (all its processes) and any watched processes used meanwhile. */
 interface StepResult extends LoadResult {
-  /** Gateway CPU (user + system, every process of it) per accepted event, µs. */
+  /** Gateway CPU (user + system, every replica and process of it) per accepted event, µs. */
   gatewayCpuUsPerEvent: number;
   /** Gateway CPU over the step's wall time: 1.0 is one core kept busy. */
   gatewayCores: number;
@@ -118,17 +125,23 @@ function cpuSeconds(pid: number | undefined): number {
   return ticks / CLOCK_TICKS;
 }
 
-async function benchTier(db: Db, databaseUrl: string, env: Record<string, string>): Promise<StepResult[]> {
-  const port = await freePort();
+async function benchTier(db: Db, databaseUrl: string, env: Record<string, string>, replicas: number): Promise<StepResult[]> {
   const nodeArgs = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   // Extra node options for the gateway only (e.g. V8 heap settings to compare).
   nodeArgs.push(...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean));
-  const gateway = spawn(process.execPath, [...nodeArgs, GATEWAY_MAIN], {
-    env: { ...process.env, ...env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: `bench${Date.now()}.` },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const topicPrefix = `bench${Date.now()}.`;
+  const gateways: Array<{ child: ChildProcess; port: number }> = [];
+  for (let i = 0; i < replicas; i++) {
+    const port = await freePort();
+    const child = spawn(process.execPath, [...nodeArgs, GATEWAY_MAIN], {
+      env: { ...process.env, ...env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: topicPrefix },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    gateways.push({ child, port });
+  }
+  const gatewayCpu = () => gateways.reduce((sum, g) => sum + cpuSeconds(g.child.pid), 0);
   try {
-    await waitReady(`http://127.0.0.1:${port}`, gateway);
+    for (const g of gateways) await waitReady(`http://127.0.0.1:${g.port}`, g.child);
     const accounts = new AccountsStore(db);
     const runId = randomBytes(4).toString('hex');
     const step = async (label: string, concurrency: number, durationMs: number): Promise<StepResult> => {
@@ -137,11 +150,11 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
         const org = await accounts.createOrganization({ name: `bench-${runId}-${label}-${i}` });
         keys.push((await accounts.createApiKey({ orgId: org.id, type: 'write' })).key);
       }
-      const cpu0 = cpuSeconds(gateway.pid);
+      const cpu0 = gatewayCpu();
       const watched0 = WATCH_PIDS.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
       const own0 = process.cpuUsage();
       const load = await runLoad({
-        url: `http://127.0.0.1:${port}/functions/v1/v1-batch`,
+        urls: gateways.map((g) => `http://127.0.0.1:${g.port}/functions/v1/v1-batch`),
         keys,
         sourceIps: SOURCE_IPS,
         concurrency,
@@ -149,7 +162,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
         body: (seq) => batchBody(seq, `${runId}${label}`),
       });
       const own = process.cpuUsage(own0);
-      const cpu = cpuSeconds(gateway.pid) - cpu0;
+      const cpu = gatewayCpu() - cpu0;
       const watched = WATCH_PIDS.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - watched0;
       return {
         ...load,
@@ -165,7 +178,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
     for (const concurrency of CONCURRENCY) {
       const r = await step(`c${concurrency}`, concurrency, STEP_MS);
       console.error(
-        `concurrency ${concurrency}: ${Math.round(r.eventsPerSecond)} events/s, p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, ` +
+        `replicas ${replicas}, concurrency ${concurrency}: ${Math.round(r.eventsPerSecond)} events/s, p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, ` +
           `non-200 ${r.non200}, gateway ${r.gatewayCpuUsPerEvent.toFixed(1)} µs CPU/event (${r.gatewayCores.toFixed(2)} cores)` +
           `${r.watchedCores === undefined ? '' : `, watched ${r.watchedCores.toFixed(2)} cores`}, load generator ${r.loadCores.toFixed(2)} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
       );
@@ -173,8 +186,13 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
     }
     return results;
   } finally {
-    gateway.kill('SIGTERM');
-    await new Promise((r) => gateway.once('exit', r));
+    await Promise.all(
+      gateways.map(async ({ child }) => {
+        if (child.exitCode !== null) return;
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      }),
+    );
   }
 }
 

@@ -13,7 +13,8 @@ export interface LoadResult {
 }
 
 export interface LoadOptions {
-  url: string;
+  /** The gateway replicas' batch URLs: each worker keeps to one, round-robin, as a load balancer with sticky connections would. */
+  urls: readonly string[];
   /** One write key per organisation; requests rotate over them. */
   keys: readonly string[];
   /** Loopback source addresses (127.0.0.x); requests rotate over them, so limits apply per (org, IP) as in production. */
@@ -39,13 +40,14 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const until = started + o.durationMs;
 
   const worker = async (w: number): Promise<void> => {
+    const url = o.urls[w % o.urls.length]!;
     while (performance.now() < until) {
       const n = seq++;
       const agent = agents[(n + w) % agents.length]!;
       const key = o.keys[Math.floor(n / agents.length) % o.keys.length]!;
       const body = o.body(n);
       const t0 = performance.now();
-      const { status, text } = await post(o.url, agent, key, body);
+      const { status, text } = await post(url, agent, key, body);
       latencies.push(performance.now() - t0);
       requests++;
       if (status === 200) accepted += (JSON.parse(text) as { processed: number }).processed;
