@@ -9,9 +9,26 @@ const spec: TopicSpec = { name: 'unit.topics', partitions: 2, schema: Type.Objec
 
 /** A broker with one topic whose partition count the test sets, and whose metadata answers when the test says. */
 function fakes() {
-  const broker = { partitions: 2, reads: 0, failNext: false, hold: undefined as Promise<void> | undefined };
+  const broker = {
+    partitions: 2,
+    reads: 0,
+    failNext: false,
+    hold: undefined as Promise<void> | undefined,
+    /** Reads still answered as for a topic created moments ago: an error of this type (wrapped as kafkajs's retrier does, or not), or leaders unknown. */
+    unserved: 0,
+    unservedAs: 'UNKNOWN_TOPIC_OR_PARTITION' as string,
+    wrapped: false,
+    exists: true,
+    /** createTopics' own wait for leaders fails as when another process created the topic a moment before. */
+    createFailsUnserved: false,
+  };
   const admin = {
-    listTopics: async () => [spec.name],
+    listTopics: async () => (broker.exists ? [spec.name] : []),
+    createTopics: async () => {
+      broker.exists = true;
+      if (broker.createFailsUnserved) throw Object.assign(new Error('This server does not host this topic-partition'), { type: 'UNKNOWN_TOPIC_OR_PARTITION' });
+      return true;
+    },
     fetchTopicMetadata: async () => {
       broker.reads++;
       if (broker.hold) await broker.hold;
@@ -19,7 +36,16 @@ function fakes() {
         broker.failNext = false;
         throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
       }
-      return { topics: [{ name: spec.name, partitions: Array.from({ length: broker.partitions }, (_, i) => ({ partitionId: i })) }] };
+      let leader = 0;
+      if (broker.unserved > 0) {
+        broker.unserved--;
+        if (broker.unservedAs === 'no leader') leader = -1;
+        else {
+          const error = Object.assign(new Error('This server does not host this topic-partition'), { type: broker.unservedAs, retriable: true });
+          throw broker.wrapped ? Object.assign(new Error('Number of retries exceeded'), { name: 'KafkaJSNumberOfRetriesExceeded', originalError: error }) : error;
+        }
+      }
+      return { topics: [{ name: spec.name, partitions: Array.from({ length: broker.partitions }, (_, i) => ({ partitionId: i, leader })) }] };
     },
   } as unknown as Admin;
   const registry = { register: async () => 7 } as unknown as SchemaRegistryClient;
@@ -61,5 +87,29 @@ describe('TopicManager', () => {
     await manager.ensure(spec, true);
     broker.partitions = 5;
     expect(await manager.ensure({ ...spec, partitions: 5 }, true)).toEqual({ partitions: 5, schemaId: 7 });
+  });
+
+  it.each([
+    ['an unknown topic-partition', 'UNKNOWN_TOPIC_OR_PARTITION', false],
+    ['the same error wrapped by kafkajs after its own retries', 'LEADER_NOT_AVAILABLE', true],
+    ['partitions without a leader yet', 'no leader', false],
+  ])('waits while the broker answers %s for a topic created moments ago, then answers', async (_, unservedAs, wrapped) => {
+    const { broker, manager } = fakes();
+    Object.assign(broker, { unserved: 3, unservedAs, wrapped });
+    expect(await manager.ensure(spec, true)).toEqual({ partitions: 2, schemaId: 7 });
+    expect(broker.unserved).toBe(0);
+  });
+
+  it('creates a missing topic; when its own wait for leaders fails as the broker takes the topic up, waits and answers', async () => {
+    const { broker, manager } = fakes();
+    Object.assign(broker, { exists: false, createFailsUnserved: true, unserved: 2 });
+    expect(await manager.ensure(spec, true)).toEqual({ partitions: 2, schemaId: 7 });
+    expect(broker.exists).toBe(true);
+  });
+
+  it('does not wait on other errors', async () => {
+    const { broker, manager } = fakes();
+    Object.assign(broker, { unserved: 1, unservedAs: 'TOPIC_AUTHORIZATION_FAILED' });
+    await expect(manager.ensure(spec, true)).rejects.toThrow(/does not host/);
   });
 });

@@ -1,5 +1,5 @@
 import { RestError, type SchemaRegistryClient } from '@confluentinc/schemaregistry';
-import type { Admin } from 'kafkajs';
+import type { Admin, ITopicConfig } from 'kafkajs';
 import type { TopicSpec } from '@svc/contracts';
 import { isRawTopic, valueSubject } from './codec';
 
@@ -95,20 +95,15 @@ export class TopicManager {
     const admin = await this.admin();
     let partitions = await partitionCount(admin, spec.name, !existed);
     if (partitions === undefined) {
-      // false when someone else created it first; either way it exists now.
-      await admin.createTopics({
-        topics: [
-          {
-            topic: spec.name,
-            numPartitions: spec.partitions,
-            // The port's IncomingMessage.timestamp is when the log stored the message, not the producer's clock.
-            configEntries: [
-              { name: 'message.timestamp.type', value: 'LogAppendTime' },
-              ...(spec.retainForever ? [{ name: 'retention.ms', value: '-1' }] : []),
-            ],
-          },
+      // Someone else may have created it first; either way it exists now.
+      await createTopic(admin, {
+        topic: spec.name,
+        numPartitions: spec.partitions,
+        // The port's IncomingMessage.timestamp is when the log stored the message, not the producer's clock.
+        configEntries: [
+          { name: 'message.timestamp.type', value: 'LogAppendTime' },
+          ...(spec.retainForever ? [{ name: 'retention.ms', value: '-1' }] : []),
         ],
-        waitForLeaders: true,
       });
       partitions = (await partitionCount(admin, spec.name)) ?? spec.partitions;
     }
@@ -141,9 +136,47 @@ export class TopicManager {
   }
 }
 
+/** What a broker answers about a partition it has not taken up yet (a topic created or grown moments ago). */
+const NOT_SERVED_YET = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER']);
+const SERVED_WITHIN_MS = 15_000;
+
+function notServedYet(err: unknown): boolean {
+  // kafkajs's retrier may wrap the broker's error.
+  for (let e = err as { type?: unknown; originalError?: unknown; cause?: unknown } | undefined; e; e = (e.originalError ?? e.cause) as typeof e) {
+    if (typeof e.type === 'string' && NOT_SERVED_YET.has(e.type)) return true;
+  }
+  return false;
+}
+
+/**
+ * Creates the topic and leaves waiting for its leaders to partitionCount.
+ * kafkajs's own wait (waitForLeaders) tolerates only LEADER_NOT_AVAILABLE;
+ * when another process has created the same topic a moment before, the
+ * broker answers UNKNOWN_TOPIC_OR_PARTITION for a while, and that failed the
+ * start of whichever service came second.
+ */
+async function createTopic(admin: Admin, topic: ITopicConfig): Promise<void> {
+  try {
+    await admin.createTopics({ topics: [topic], waitForLeaders: true });
+  } catch (err) {
+    if (!notServedYet(err)) throw err;
+  }
+}
+
+/** The topic's partition count once every partition has a leader (bounded wait); undefined when it does not exist. */
 async function partitionCount(admin: Admin, topic: string, mayBeMissing = true): Promise<number | undefined> {
   // Asking for the metadata of a missing topic is an error kafkajs retries; the list says it at once.
   if (mayBeMissing && !(await admin.listTopics()).includes(topic)) return undefined;
-  const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
-  return topics.find((t) => t.name === topic)?.partitions.length;
+  const deadline = Date.now() + SERVED_WITHIN_MS;
+  for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, 1_000)) {
+    try {
+      const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+      const partitions = topics.find((t) => t.name === topic)?.partitions ?? [];
+      if (partitions.length > 0 && partitions.every((p) => p.leader >= 0)) return partitions.length;
+      if (Date.now() + waitMs > deadline) throw new Error(`bus: topic ${topic} has partitions without a leader after ${SERVED_WITHIN_MS / 1000} s`);
+    } catch (err) {
+      if (!notServedYet(err) || Date.now() + waitMs > deadline) throw err;
+    }
+    await new Promise((r) => setTimeout(r, waitMs));
+  }
 }
