@@ -16,9 +16,11 @@ import { anonymousIdOf, BATCH_EVENTS, type LoadConfig, type LoadMessage, type Lo
  * An embedded PostgreSQL (a fresh database per tier and rate) is migrated and
  * seeded with the organisations, their write keys and 100,000 anonymous
  * profiles (the visitor pool, with their anonymous_id signals), as the
- * projections hold returning visitors. The standalone stack
+ * projections hold returning visitors. The services run against it as
+ * their own processes, two ways (BENCH_TOPOLOGY): the standalone stack
  * (services/standalone/dist/main.js: gateway, resolver, forwarder, APIs in one
- * process) runs as its own process against it; a separate process
+ * process), and the ingest gateway and identity resolver apart, as compose
+ * and Helm deploy them. A separate process
  * (pipeline-load.ts) drives an open-loop load of 100-event batches at the
  * offered rate with a realistic mix, after an unmeasured warm-up.
  *
@@ -43,7 +45,7 @@ import { anonymousIdOf, BATCH_EVENTS, type LoadConfig, type LoadMessage, type Lo
  * 2000 unless BENCH_RATES=5000,2500,... lists the rates), BENCH_DURATION_MS
  * (measured, default 60000), BENCH_WARMUP_MS (default 10000), BENCH_DRAIN_MS
  * (longest wait for the backlog afterwards, default 60000), BENCH_TIERS
- * (`postgres,kafka`), BENCH_PROFILES (visitor pool, default 100000),
+ * (`postgres,kafka`), BENCH_TOPOLOGY (`stack,services`), BENCH_PROFILES (visitor pool, default 100000),
  * BENCH_STACK_MAIN (another build of the stack, for A/B), BENCH_STACK_ENV
  * (extra `NAME=value,...` for the stack), BENCH_WRITE_DOC=0 (leave
  * docs/benchmarks.md alone). Diagnosis, in the log only: BENCH_CPU_PROF=<dir>
@@ -64,6 +66,18 @@ const TIERS = (process.env.BENCH_TIERS ?? 'postgres,kafka').split(',');
 const PROFILES = Number(process.env.BENCH_PROFILES ?? 100_000);
 const WRITE_DOC = process.env.BENCH_WRITE_DOC !== '0';
 const STACK_MAIN = process.env.BENCH_STACK_MAIN ?? path.resolve(__dirname, '../main.js');
+/**
+ * How the services run: `stack` is the standalone stack, one process (what
+ * `npm start` runs); `services` is the ingest gateway and the identity
+ * resolver as processes of their own, as docker compose and Helm deploy them
+ * (the forwarder and the APIs are left out: nothing in the load reaches them).
+ */
+const TOPOLOGIES = (process.env.BENCH_TOPOLOGY ?? 'stack,services').split(',') as Topology[];
+type Topology = 'stack' | 'services';
+const SERVICE_MAINS = {
+  gateway: path.resolve(__dirname, '../../../ingest-gateway/dist/main.js'),
+  resolver: path.resolve(__dirname, '../../../identity-resolver/dist/main.js'),
+};
 const STACK_ENV = Object.fromEntries(
   (process.env.BENCH_STACK_ENV ?? '')
     .split(',')
@@ -136,8 +150,11 @@ async function main(): Promise<void> {
         return { tier, rate, skipped: `failed: ${String((err as Error)?.message ?? err).split('\n')[0]}` };
       });
     if (TIERS.includes('postgres')) {
-      for (const rate of RATES) {
-        results.push(await attempt('Postgres-backed log', rate, () => benchTier('Postgres-backed log', rate, `bench_pg_${rate}`, pg.url, pg.adminUrl, postmaster, {})));
+      for (const topology of TOPOLOGIES) {
+        for (const rate of RATES) {
+          const tier = tierName('Postgres-backed log', topology);
+          results.push(await attempt(tier, rate, () => benchTier(tier, topology, rate, `bench_pg_${topology}_${rate}`, pg.url, pg.adminUrl, postmaster, {})));
+        }
       }
     }
     if (TIERS.includes('kafka')) {
@@ -147,8 +164,11 @@ async function main(): Promise<void> {
         results.push({ tier: 'Kafka', skipped: kafka.skip });
       } else {
         try {
-          for (const rate of RATES) {
-            results.push(await attempt('Kafka', rate, () => benchTier('Kafka', rate, `bench_kafka_${rate}`, pg.url, pg.adminUrl, postmaster, kafka.env, kafka.pids)));
+          for (const topology of TOPOLOGIES) {
+            for (const rate of RATES) {
+              const tier = tierName('Kafka', topology);
+              results.push(await attempt(tier, rate, () => benchTier(tier, topology, rate, `bench_kafka_${topology}_${rate}`, pg.url, pg.adminUrl, postmaster, kafka.env, kafka.pids)));
+            }
           }
         } finally {
           await kafka.stop();
@@ -165,11 +185,14 @@ async function main(): Promise<void> {
   }
 }
 
+const tierName = (tier: string, topology: Topology): string => `${tier}, ${topology === 'stack' ? 'one process' : 'services apart'}`;
+
 const meetsFloor = (r: TierResult): boolean =>
   (r.storedPerSecond ?? 0) >= FLOOR_EVENTS_PER_S && (r.lag?.p99 ?? Infinity) < FLOOR_P99_LAG_MS && r.drained === true;
 
 async function benchTier(
   tier: string,
+  topology: Topology,
   rate: number,
   database: string,
   serverUrl: string,
@@ -182,7 +205,8 @@ async function benchTier(
   await ensureDatabase(adminUrl, database);
   const url = serverUrl.replace(/\/[^/]*$/, `/${database}`);
   const db = createDb({ url, poolMax: 4, applicationName: 'pipeline-bench' });
-  let stack: ChildProcess | undefined;
+  /** The processes under test: the stack, or the gateway and the resolver. */
+  let stack: ChildProcess[] = [];
   let loader: ChildProcess | undefined;
   const stackDir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-stack-'));
   try {
@@ -190,40 +214,42 @@ async function benchTier(
     if (PG_STATEMENTS) await db.raw('create extension if not exists pg_stat_statements');
     const orgs = await seed(db);
     const port = await freePort();
+    const resolverPort = topology === 'services' ? await freePort() : port;
     const nodeArgs = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
     const topicPrefix = `bench${Date.now()}.`;
     const base = `http://127.0.0.1:${port}`;
-    // A broker that has just created the topics may not serve them yet; a start that fails on that is tried again.
+    const resolverBase = `http://127.0.0.1:${resolverPort}`;
+    const processEnv = {
+      ...process.env,
+      ...env,
+      ...STACK_ENV,
+      DATABASE_URL: url,
+      DATA_DIR: stackDir,
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      TOPIC_PREFIX: topicPrefix,
+      TRUSTED_PROXIES: '127.0.0.0/8',
+    };
+    const launch = (main: string, listenOn: number) =>
+      spawn(process.execPath, [...nodeArgs, main], { env: { ...processEnv, PORT: String(listenOn) }, stdio: ['ignore', 'inherit', 'inherit'] });
+    // A start that fails (a broker that has just created the topics, say) is tried again.
     for (let attempt = 1; ; attempt++) {
-      stack = spawn(process.execPath, [...nodeArgs, STACK_MAIN], {
-        env: {
-          ...process.env,
-          ...env,
-          ...STACK_ENV,
-          DATABASE_URL: url,
-          DATA_DIR: stackDir,
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          LOG_LEVEL: 'warn',
-          TOPIC_PREFIX: topicPrefix,
-          TRUSTED_PROXIES: '127.0.0.0/8',
-        },
-        stdio: ['ignore', 'inherit', 'inherit'],
-      });
+      stack =
+        topology === 'stack'
+          ? [launch(STACK_MAIN, port)]
+          : [launch(SERVICE_MAINS.gateway, port), launch(SERVICE_MAINS.resolver, resolverPort)];
       try {
-        await waitReady(base, stack);
+        await waitReady(base, stack[0]!);
+        if (topology === 'services') await waitReady(resolverBase, stack[1]!);
         break;
       } catch (err) {
+        await stopAll(stack);
         if (attempt >= 3) throw err;
-        log(`${label}: the stack did not start (${(err as Error).message}); trying again`);
-        if (stack.exitCode === null) {
-          stack.kill('SIGTERM');
-          await new Promise((r) => stack!.once('exit', r));
-        }
+        log(`${label}: did not start (${(err as Error).message}); trying again`);
         await sleep(3_000);
       }
     }
-    log(`${label}: stack ready (pid ${stack.pid}); load average ${loadavg()}`);
+    log(`${label}: ready (pids ${stack.map((c) => c.pid).join(', ')}); load average ${loadavg()}`);
 
     const loadBefore = loadavg();
     const config: LoadConfig = {
@@ -249,8 +275,8 @@ async function benchTier(
         else if (m.type === 'done') resolve(m.result);
         else if (m.type === 'measuring') {
           void (async () => {
-            const cpu0 = cpuMark(stack?.pid, postmaster, infraPids);
-            const m0 = await resolverStats(base);
+            const cpu0 = cpuMark(stack, postmaster, infraPids);
+            const m0 = await resolverStats(resolverBase);
             if (PG_STATEMENTS) await db.raw('select pg_stat_statements_reset()');
             window = { t0: Date.now(), c0: await countEvents(db), cpu0, m0 };
           })();
@@ -284,9 +310,9 @@ async function benchTier(
       }
       measureTimers.push(
         setTimeout(() => {
-          const cpu1 = cpuMark(stack?.pid, postmaster, infraPids);
+          const cpu1 = cpuMark(stack, postmaster, infraPids);
           const t1 = Date.now();
-          void Promise.all([countEvents(db), resolverStats(base)]).then(async ([c1, m1]) => {
+          void Promise.all([countEvents(db), resolverStats(resolverBase)]).then(async ([c1, m1]) => {
             timeline.push(c1 - last);
             windowEnd = { t1, c1, cpu1, m1 };
             if (PG_STATEMENTS) await logStatements(db, label, (t1 - window!.t0) / 1000);
@@ -388,7 +414,7 @@ async function benchTier(
     for (let i = 0; i < neverStored; i++) all.push(Infinity);
     const pct = (p: number) => all[Math.min(all.length - 1, Math.floor((p / 100) * all.length))] ?? 0;
     const w = window!;
-    const we = windowEnd ?? { t1: Date.now(), c1: await countEvents(db), cpu1: cpuMark(stack.pid, postmaster, infraPids), m1: await resolverStats(base) };
+    const we = windowEnd ?? { t1: Date.now(), c1: await countEvents(db), cpu1: cpuMark(stack, postmaster, infraPids), m1: await resolverStats(resolverBase) };
     const batches = we.m1.batches - w.m0.batches;
     const resolverWindow = {
       batches,
@@ -437,10 +463,7 @@ async function benchTier(
     return result;
   } finally {
     if (loader && loader.exitCode === null) loader.kill('SIGTERM');
-    if (stack && stack.exitCode === null) {
-      stack.kill('SIGTERM');
-      await new Promise((r) => stack!.once('exit', r));
-    }
+    await stopAll(stack);
     await db.destroy();
     await rm(stackDir, { recursive: true, force: true });
   }
@@ -542,8 +565,8 @@ interface CpuMark {
   machine: number;
 }
 
-function cpuMark(stack: number | undefined, postmaster: number, infra: readonly number[]): CpuMark {
-  return { stack: cpuSeconds(stack), postgres: cpuSeconds(postmaster), infra: infra.reduce((s, p) => s + cpuSeconds(p), 0), machine: machineBusySeconds() };
+function cpuMark(stack: readonly ChildProcess[], postmaster: number, infra: readonly number[]): CpuMark {
+  return { stack: stack.reduce((sum, c) => sum + cpuSeconds(c.pid), 0), postgres: cpuSeconds(postmaster), infra: infra.reduce((s, p) => s + cpuSeconds(p), 0), machine: machineBusySeconds() };
 }
 
 /** Busy CPU seconds of the whole machine so far (/proc/stat: everything but idle and iowait). */
@@ -638,14 +661,24 @@ function script(name: string, args: string[], env: Record<string, string>): Prom
   });
 }
 
+async function stopAll(processes: readonly ChildProcess[]): Promise<void> {
+  await Promise.all(
+    processes.map(async (child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }),
+  );
+}
+
 async function waitReady(url: string, child: ChildProcess): Promise<void> {
   const until = Date.now() + 120_000;
   while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`stack exited with ${child.exitCode}`);
+    if (child.exitCode !== null) throw new Error(`a service exited with ${child.exitCode}`);
     if ((await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) return;
     await sleep(200);
   }
-  throw new Error('stack not ready within 120 s');
+  throw new Error(`${url} not ready within 120 s`);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -655,7 +688,7 @@ const fmtInt = (n: number): string => Math.round(n).toLocaleString('en');
 function render(results: readonly TierResult[], runSeconds: number): string {
   const lines = [
     `_Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` (services/standalone), ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ` +
-      `PostgreSQL embedded (default durability: fsync and synchronous_commit on); the standalone stack (gateway, resolver, forwarder, APIs) as one process, ` +
+      `PostgreSQL embedded (default durability: fsync and synchronous_commit on); the services either as the standalone stack (gateway, resolver, forwarder, APIs; "one process") or as the ingest gateway and identity resolver in processes of their own, as compose and Helm run them ("services apart"; "stack" cores below are theirs together), ` +
       `an open-loop load generator as another, all on one machine. Offered load in batches of ${BATCH_EVENTS}, ${DURATION_MS / 1000} s measured after ${WARMUP_MS / 1000} s warm-up, ` +
       `${fmtInt(PROFILES)} visitors over ${ORGS} organisations, seeded as profiles; lag polled every ${POLL_MS} ms (once a second beyond the oldest ${POLL_BATCH} pending samples); whole run ${Math.round(runSeconds)} s._`,
     '',
