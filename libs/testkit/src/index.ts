@@ -1,3 +1,5 @@
 export * from './infra-state';
 export * from './postgres';
 export * from './kafka';
+export * from './processes';
+export * from './logger';

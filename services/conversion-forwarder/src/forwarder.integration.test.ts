@@ -3,8 +3,8 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createPostgresLogBus, prefixedTopics, type PostgresLogBus } from '@svc/bus';
 import type { InboundEvent, RawEventEnvelope } from '@svc/contracts';
 import { identityMigrations, startResolver, type RunningResolver } from '@svc/identity-resolver';
-import { AccountsStore, accountsMigrations, createLogger, createMetrics } from '@svc/runtime';
-import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
+import { AccountsStore, accountsMigrations, createMetrics } from '@svc/runtime';
+import { createTestDatabase, describeWithPostgres, testLogger, type TestDatabase } from '@svc/testkit';
 import { ConnectorStore } from './connectors';
 import { forwarderMetrics, type ForwarderMetrics } from './metrics';
 import { conversionsMigrations } from './migrations';
@@ -26,7 +26,7 @@ describeWithPostgres('conversion forwarder', () => {
   let forwarder: RunningForwarder;
   let metrics: ForwarderMetrics;
   const topics = prefixedTopics(`cf${randomBytes(3).toString('hex')}.`);
-  const logger = createLogger({ name: 'forwarder-test', level: (process.env.TEST_LOG_LEVEL as 'silent') ?? 'silent' });
+  const logger = testLogger('forwarder-test');
   const secretKey = randomBytes(32);
   const servers: CaptureServer[] = [];
 

@@ -20,8 +20,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { eventIdFor } from '@svc/identity-resolver';
-import { AccountsStore, createLogger, freePort, loadConfig, type LogLevel } from '@svc/runtime';
-import { createTestDatabase, missingReason, type TestDatabase } from '@svc/testkit';
+import { AccountsStore, freePort, loadConfig } from '@svc/runtime';
+import { createTestDatabase, missingReason, testLogger, type TestDatabase } from '@svc/testkit';
 import { standaloneConfigSpec } from './config';
 import { startStack, type RunningStack } from './stack';
 
@@ -192,7 +192,7 @@ describeEndToEnd('browser library → standalone stack → Profiles API (end to 
       DATA_DIR: dataDir,
       LOG_LEVEL: 'silent',
     });
-    const logger = createLogger({ name: 'sdk-e2e', level: (process.env.TEST_LOG_LEVEL as LogLevel | undefined) ?? 'silent' });
+    const logger = testLogger('sdk-e2e');
     stack = await startStack(config, logger); // migrates the test database, Postgres-backed log (no KAFKA_BROKERS)
     apiHost = `${stack.url}/functions/v1`;
 

@@ -5,38 +5,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import { freePort } from '@svc/runtime';
+import { runNode, waitReady } from '@svc/testkit';
 
 const MAIN = path.resolve(__dirname, '../dist/main.js');
 const SVCCTL = path.resolve(__dirname, '../../../tools/svcctl/dist/main.js');
-
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(file: string, args: string[], env: Record<string, string>): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [file, ...args], { env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-async function waitReady(url: string, child: ChildProcess, deadlineMs = 45_000): Promise<void> {
-  const until = Date.now() + deadlineMs;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`stack exited with ${child.exitCode} before it was ready`);
-    const res = await fetch(`${url}/readyz`).catch(() => undefined);
-    if (res?.status === 200) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`stack at ${url} not ready within ${deadlineMs} ms`);
-}
 
 function stopped(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
@@ -57,8 +29,8 @@ describe('standalone stack (npm start)', () => {
     delete process.env.DATABASE_URL;
 
     let stack = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: 'inherit' });
-    await waitReady(url, stack);
-    const created = await run(SVCCTL, ['org', 'create', '--name', 'Persisted'], { DATA_DIR: dataDir });
+    await waitReady(url, stack, 45_000);
+    const created = await runNode(SVCCTL, ['org', 'create', '--name', 'Persisted'], { DATA_DIR: dataDir });
     expect(created.code).toBe(0);
     const org = JSON.parse(created.stdout) as { id: string };
 
@@ -66,12 +38,12 @@ describe('standalone stack (npm start)', () => {
     expect(await stopped(stack)).toBe(0);
 
     stack = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: 'inherit' });
-    await waitReady(url, stack);
-    const shown = await run(SVCCTL, ['org', 'show', '--org', org.id], { DATA_DIR: dataDir });
+    await waitReady(url, stack, 45_000);
+    const shown = await runNode(SVCCTL, ['org', 'show', '--org', org.id], { DATA_DIR: dataDir });
     expect(JSON.parse(shown.stdout)).toMatchObject({ id: org.id, name: 'Persisted' });
 
     // The gateway is part of the stack: a batch posted with a fresh key lands in the log.
-    const key = JSON.parse((await run(SVCCTL, ['key', 'create', '--org', org.id, '--type', 'write'], { DATA_DIR: dataDir })).stdout) as { key: string };
+    const key = JSON.parse((await runNode(SVCCTL, ['key', 'create', '--org', org.id, '--type', 'write'], { DATA_DIR: dataDir })).stdout) as { key: string };
     const res = await fetch(`${url}/functions/v1/v1-batch`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` },
@@ -99,7 +71,7 @@ describe('standalone stack (npm start)', () => {
     ['LOG_LEVEL', 'loud', /LOG_LEVEL must be one of/],
     ['DATABASE_URL', 'not a url', /DATABASE_URL must be a URL: /],
   ])('refuses invalid %s at start with a message naming it', async (name, value, message) => {
-    const exit = await run(MAIN, [], { [name]: value, DATA_DIR: dataDir });
+    const exit = await runNode(MAIN, [], { [name]: value, DATA_DIR: dataDir });
     expect(exit.code).toBe(78);
     expect(exit.stderr).toMatch(message);
     expect(exit.stderr).not.toContain(name === 'DATABASE_URL' ? value : '\u0000');

@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { busMigrations, createPostgresLogBus, prefixedTopics, type IncomingMessage, type PostgresLogBus } from '@svc/bus';
 import type { InboundEvent, RawEventEnvelope, TopicSpec } from '@svc/contracts';
-import { AccountsStore, accountsMigrations, createDb, createLogger, createMetrics, type Db, type Logger } from '@svc/runtime';
-import { createTestDatabase, type TestDatabase } from '@svc/testkit';
+import { AccountsStore, accountsMigrations, createDb, createMetrics, type Db, type Logger } from '@svc/runtime';
+import { createTestDatabase, testLogger, type TestDatabase } from '@svc/testkit';
 import { resolverMetrics, type ResolverMetrics } from '../metrics';
 import { identityMigrations } from '../migrations';
 import { startResolver, type RunningResolver, type StartResolverOptions } from '../start';
@@ -14,7 +14,7 @@ import { startResolver, type RunningResolver, type StartResolverOptions } from '
  */
 export class Harness {
   readonly topics = prefixedTopics(`ir${randomBytes(3).toString('hex')}.`);
-  readonly logger: Logger = createLogger({ name: 'identity-resolver-test', level: (process.env.TEST_LOG_LEVEL as 'silent') ?? 'silent' });
+  readonly logger: Logger = testLogger('identity-resolver-test');
   t!: TestDatabase;
   /** The bus tests produce with and listen on. */
   bus!: PostgresLogBus;

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,12 +8,16 @@ import {
   AccountsStore,
   accountsMigrations,
   createDb,
+  env,
   freePort,
+  loadConfigOrExit,
   rateLimitMigrations,
   runMigrations,
   startEmbeddedPostgres,
   type Db,
 } from '@svc/runtime';
+// The module alone: the package's index loads jest's globals, which refuse to run outside jest.
+import { cpuSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
 import { batchBody, runLoad, type LoadResult } from './load';
 
 /**
@@ -32,26 +35,31 @@ import { batchBody, runLoad, type LoadResult } from './load';
  * a deployment scales it, behind a load balancer: here the load generator
  * spreads its connections over them); BENCH_GATEWAY_REPLICAS (e.g. `1,2`).
  *
- * Knobs: BENCH_STEP_MS, BENCH_CONCURRENCY (comma-separated), BENCH_TIERS
- * (`postgres,kafka`), BENCH_WARMUP_MS (unmeasured load first), BENCH_WRITE_DOC=0
- * (print only), BENCH_CPU_PROF=<dir> (the gateway writes a V8 CPU profile there
- * on exit), BENCH_GATEWAY_NODE_ARGS (extra node options for the gateway),
- * BENCH_GATEWAY_MAIN (another build's main.js, for A/B runs), BENCH_WATCH_PIDS
- * (e.g. the broker's pid: its CPU is printed too).
+ * Knobs: benchConfigSpec below.
  */
-const STEP_MS = Number(process.env.BENCH_STEP_MS ?? 10_000);
-const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,4,8,16,32').split(',').map(Number);
+const benchConfigSpec = {
+  BENCH_STEP_MS: env.int({ description: 'Length of each measured step, ms', default: 10_000, min: 1 }),
+  BENCH_CONCURRENCY: env.list({ description: 'Requests in flight, one step each', default: ['1', '4', '8', '16', '32'] }),
+  BENCH_TIERS: env.list({ description: '`postgres`, `kafka` or both: which tiers to measure', default: ['postgres', 'kafka'] }),
+  BENCH_WRITE_DOC: env.bool({ description: 'Write the tables into docs/benchmarks.md (false: print only)', default: true }),
+  BENCH_WARMUP_MS: env.int({ description: 'Unmeasured load first, so JIT and first-use compilation are not counted', default: 3_000, min: 0 }),
+  BENCH_GATEWAY_REPLICAS: env.list({ description: 'Gateway processes per run, one run each', default: ['1', '2'] }),
+  BENCH_GATEWAY_MAIN: env.optionalString({ description: "Another build's main.js to measure (A/B runs); default this one" }),
+  BENCH_GATEWAY_NODE_ARGS: env.string({ description: 'Extra node options for the gateway (e.g. V8 heap settings to compare)', default: '' }),
+  BENCH_CPU_PROF: env.optionalString({ description: 'Directory the gateway writes a V8 CPU profile into on exit' }),
+  BENCH_WATCH_PIDS: env.list({ description: "Other processes whose CPU to report (e.g. the broker's and the registry's)", default: [] }),
+  KAFKA_BROKERS: env.optionalString({ description: 'The Kafka tier is measured when this and SCHEMA_REGISTRY_URL are set' }),
+  SCHEMA_REGISTRY_URL: env.optionalString({ description: 'The schema registry of the Kafka tier' }),
+};
+const knobs = loadConfigOrExit(benchConfigSpec, process.env);
+
+const STEP_MS = knobs.BENCH_STEP_MS;
+const CONCURRENCY = knobs.BENCH_CONCURRENCY.map(Number);
 const SOURCE_IPS = Array.from({ length: 10 }, (_, i) => `127.0.0.${i + 1}`);
-/** `postgres`, `kafka` or both (default): which tiers to measure. */
-const TIERS = (process.env.BENCH_TIERS ?? 'postgres,kafka').split(',');
-/** `0` leaves docs/benchmarks.md alone (for quick comparisons). */
-const WRITE_DOC = process.env.BENCH_WRITE_DOC !== '0';
-/** Unmeasured load before the first step, so JIT and first-use compilation are not counted. */
-const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 3_000);
 const ORGS_PER_STEP = 12;
-const REPLICAS = (process.env.BENCH_GATEWAY_REPLICAS ?? '1,2').split(',').map(Number);
-/** Another build of the gateway to measure (A/B comparisons); default this one. */
-const GATEWAY_MAIN = process.env.BENCH_GATEWAY_MAIN ?? path.resolve(__dirname, '../main.js');
+const REPLICAS = knobs.BENCH_GATEWAY_REPLICAS.map(Number);
+const GATEWAY_MAIN = knobs.BENCH_GATEWAY_MAIN ?? path.resolve(__dirname, '../main.js');
+const WATCH_PIDS = knobs.BENCH_WATCH_PIDS.map(Number);
 const DOC = path.resolve(__dirname, '../../../../docs/benchmarks.md');
 
 async function main(): Promise<void> {
@@ -61,9 +69,10 @@ async function main(): Promise<void> {
   try {
     await runMigrations(db, [accountsMigrations, rateLimitMigrations, busMigrations]);
     const tiers: Array<{ name: string; env: Record<string, string> }> = [];
-    if (TIERS.includes('postgres')) tiers.push({ name: 'Postgres-backed log', env: {} });
-    if (TIERS.includes('kafka') && process.env.KAFKA_BROKERS && process.env.SCHEMA_REGISTRY_URL) {
-      tiers.push({ name: 'Kafka', env: { KAFKA_BROKERS: process.env.KAFKA_BROKERS, SCHEMA_REGISTRY_URL: process.env.SCHEMA_REGISTRY_URL } });
+    if (knobs.BENCH_TIERS.includes('postgres')) tiers.push({ name: 'Postgres-backed log', env: {} });
+    const { KAFKA_BROKERS, SCHEMA_REGISTRY_URL } = knobs;
+    if (knobs.BENCH_TIERS.includes('kafka') && KAFKA_BROKERS && SCHEMA_REGISTRY_URL) {
+      tiers.push({ name: 'Kafka', env: { KAFKA_BROKERS, SCHEMA_REGISTRY_URL } });
     }
     const sections: string[] = [];
     for (const tier of tiers) {
@@ -72,7 +81,7 @@ async function main(): Promise<void> {
         sections.push(table(`${tier.name}, ${replicas === 1 ? 'one gateway process' : `${replicas} gateway replicas`}`, results));
       }
     }
-    if (WRITE_DOC) await writeSection(sections.join('\n'));
+    if (knobs.BENCH_WRITE_DOC) await writeSection(sections.join('\n'));
     console.log(sections.join('\n'));
   } finally {
     await db.destroy();
@@ -95,40 +104,9 @@ interface StepResult extends LoadResult {
   loadAverage: number;
 }
 
-/** Other processes to account for (comma-separated pids, e.g. Kafka's and the registry's). */
-const WATCH_PIDS = (process.env.BENCH_WATCH_PIDS ?? '').split(',').filter(Boolean).map(Number);
-const CLOCK_TICKS = 100; // USER_HZ on Linux
-
-/** CPU seconds (user + system) used so far by a process and its children that are alive; 0 where /proc says nothing. */
-function cpuSeconds(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  const stat = (p: string): string[] | undefined => {
-    try {
-      const text = readFileSync(`/proc/${p}/stat`, 'utf8');
-      return text.slice(text.lastIndexOf(')') + 2).split(' ');
-    } catch {
-      return undefined;
-    }
-  };
-  let ticks = 0;
-  let procs: string[] = [];
-  try {
-    procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  } catch {
-    return 0;
-  }
-  for (const p of procs) {
-    const f = stat(p);
-    // Fields after the name: state(0) ppid(1) ... utime(11) stime(12).
-    if (f && (Number(p) === pid || Number(f[1]) === pid)) ticks += Number(f[11]) + Number(f[12]);
-  }
-  return ticks / CLOCK_TICKS;
-}
-
 async function benchTier(db: Db, databaseUrl: string, env: Record<string, string>, replicas: number): Promise<StepResult[]> {
-  const nodeArgs = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  // Extra node options for the gateway only (e.g. V8 heap settings to compare).
-  nodeArgs.push(...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean));
+  const nodeArgs = knobs.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${knobs.BENCH_CPU_PROF}`] : [];
+  nodeArgs.push(...knobs.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean));
   const topicPrefix = `bench${Date.now()}.`;
   const gateways: Array<{ child: ChildProcess; port: number }> = [];
   for (let i = 0; i < replicas; i++) {
@@ -173,7 +151,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
         loadAverage: os.loadavg()[0] ?? 0,
       };
     };
-    if (WARMUP_MS > 0) await step('w', CONCURRENCY[0] ?? 4, WARMUP_MS);
+    if (knobs.BENCH_WARMUP_MS > 0) await step('w', CONCURRENCY[0] ?? 4, knobs.BENCH_WARMUP_MS);
     const results: StepResult[] = [];
     for (const concurrency of CONCURRENCY) {
       const r = await step(`c${concurrency}`, concurrency, STEP_MS);
@@ -186,24 +164,8 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
     }
     return results;
   } finally {
-    await Promise.all(
-      gateways.map(async ({ child }) => {
-        if (child.exitCode !== null) return;
-        child.kill('SIGTERM');
-        await new Promise((r) => child.once('exit', r));
-      }),
-    );
+    await stopAll(gateways.map((g) => g.child));
   }
-}
-
-async function waitReady(url: string, child: ChildProcess): Promise<void> {
-  const until = Date.now() + 60_000;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`gateway exited with ${child.exitCode}`);
-    if ((await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error('gateway not ready within 60 s');
 }
 
 function table(tier: string, results: StepResult[]): string {

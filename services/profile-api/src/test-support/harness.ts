@@ -4,14 +4,13 @@ import { identityMigrations, inTransactionWithRetry, processBatch } from '@svc/i
 import {
   AccountsStore,
   accountsMigrations,
-  createLogger,
   createMetrics,
   rateLimitMigrations,
   serveHttp,
   type Db,
   type RunningHttpServer,
 } from '@svc/runtime';
-import { createTestDatabase, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, testLogger, type TestDatabase } from '@svc/testkit';
 import { profileApiMigrations } from '../migrations';
 import { mountProfileApi } from '../routes-setup';
 
@@ -56,7 +55,7 @@ export class ProfileApiHarness {
   async setUp(): Promise<void> {
     this.t = await createTestDatabase([accountsMigrations, rateLimitMigrations, identityMigrations, profileApiMigrations]);
     this.accounts = new AccountsStore(this.t.db);
-    const logger = createLogger({ name: 'profile-api-test', level: (process.env.TEST_LOG_LEVEL as 'silent' | undefined) ?? 'silent' });
+    const logger = testLogger('profile-api-test');
     this.server = await serveHttp({
       config: { HOST: '127.0.0.1', PORT: 0, TRUSTED_PROXIES: ['127.0.0.1'], TLS_CERT_FILE: undefined, TLS_KEY_FILE: undefined, REQUIRE_HTTPS: false },
       logger,

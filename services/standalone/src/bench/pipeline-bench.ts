@@ -1,11 +1,13 @@
 import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { profileIdsFor } from '@svc/identity-resolver';
-import { AccountsStore, createDb, ensureDatabase, freePort, runMigrations, startEmbeddedPostgres, type Db } from '@svc/runtime';
+import { AccountsStore, createDb, ensureDatabase, env, freePort, loadConfigOrExit, runMigrations, startEmbeddedPostgres, type Db } from '@svc/runtime';
+// The module alone: the package's index loads jest's globals, which refuse to run outside jest.
+import { cpuSeconds, machineBusySeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
 import { allMigrations } from '../migrations';
 import { anonymousIdOf, BATCH_EVENTS, type LoadConfig, type LoadMessage, type LoadReport } from './pipeline-load';
 
@@ -41,53 +43,53 @@ import { anonymousIdOf, BATCH_EVENTS, type LoadConfig, type LoadMessage, type Lo
  * artifacts in ~/.cache/svc-infra, `bash infra/local/fetch.sh`), full JIT;
  * else the tier is skipped with a line saying why.
  *
- * Environment: BENCH_RATE (events/s, default 5000, measured together with
- * 2000 unless BENCH_RATES=5000,2500,... lists the rates), BENCH_DURATION_MS
- * (measured, default 60000), BENCH_WARMUP_MS (default 10000), BENCH_DRAIN_MS
- * (longest wait for the backlog afterwards, default 60000), BENCH_TIERS
- * (`postgres,kafka`), BENCH_TOPOLOGY (`stack,services`), BENCH_PROFILES (visitor pool, default 100000),
- * BENCH_STACK_MAIN (another build of the stack, for A/B), BENCH_STACK_ENV
- * (extra `NAME=value,...` for the stack), BENCH_WRITE_DOC=0 (leave
- * docs/benchmarks.md alone). Diagnosis, in the log only: BENCH_CPU_PROF=<dir>
- * (the stack runs with --cpu-prof into it), BENCH_PG_WAITS=1 (what the
- * database sessions wait on), BENCH_PG_STATEMENTS=1 (pg_stat_statements).
+ * Knobs: benchConfigSpec below. BENCH_PG_WAITS, BENCH_PG_STATEMENTS and
+ * BENCH_CPU_PROF are for diagnosis: they print to the log only.
  */
-/**
- * Offered rates, one measurement each (a fresh database and stack per rate):
- * BENCH_RATES=5000,2500; by default BENCH_RATE (5000, the issue's floor) and
- * 2000, a rate this 2-core machine sustains.
- */
-const RATES = (process.env.BENCH_RATES ?? `${process.env.BENCH_RATE ?? 5_000},2000`).split(',').map(Number).filter((r, i, all) => r > 0 && all.indexOf(r) === i);
+const benchConfigSpec = {
+  BENCH_RATE: env.int({ description: "Offered events/s, measured with 2,000 (a rate this 2-core machine sustains) unless BENCH_RATES lists the rates", default: 5_000, min: 1 }),
+  BENCH_RATES: env.list({ description: 'Offered rates, events/s, one measurement each (a fresh database and services per rate)', default: [] }),
+  BENCH_DURATION_MS: env.int({ description: 'Measured window per rate, ms', default: 60_000, min: 1 }),
+  BENCH_WARMUP_MS: env.int({ description: 'Unmeasured load before the window, ms', default: 10_000, min: 0 }),
+  BENCH_DRAIN_MS: env.int({ description: 'Longest wait for the backlog after the load, ms', default: 60_000, min: 0 }),
+  BENCH_TIERS: env.list({ description: '`postgres`, `kafka` or both', default: ['postgres', 'kafka'] }),
+  BENCH_TOPOLOGY: env.list({
+    description:
+      '`stack` (the standalone stack, one process, what `npm start` runs), `services` (the ingest gateway and the identity resolver as processes of their own, as compose and Helm deploy them; the forwarder and the APIs are left out, nothing in the load reaches them), or both',
+    default: ['stack', 'services'],
+  }),
+  BENCH_PROFILES: env.int({ description: 'Visitor pool, seeded as profiles', default: 100_000, min: 1 }),
+  BENCH_STACK_MAIN: env.optionalString({ description: 'Another build of the stack, for A/B; default this one' }),
+  BENCH_STACK_ENV: env.list({ description: 'Extra NAME=value settings for the services', default: [] }),
+  BENCH_WRITE_DOC: env.bool({ description: 'Write the table into docs/benchmarks.md (false: print only)', default: true }),
+  BENCH_CPU_PROF: env.optionalString({ description: 'Directory the services write V8 CPU profiles into' }),
+  BENCH_PG_WAITS: env.bool({ description: 'Log what the database sessions wait on', default: false }),
+  BENCH_PG_STATEMENTS: env.bool({ description: 'Log where the database time goes (pg_stat_statements)', default: false }),
+  KAFKA_BROKERS: env.optionalString({ description: 'A running broker for the Kafka tier; else one is started with infra/local' }),
+  SCHEMA_REGISTRY_URL: env.optionalString({ description: 'The schema registry beside KAFKA_BROKERS' }),
+};
+const knobs = loadConfigOrExit(benchConfigSpec, process.env);
+
+const RATES = (knobs.BENCH_RATES.length > 0 ? knobs.BENCH_RATES.map(Number) : [knobs.BENCH_RATE, 2_000]).filter((r, i, all) => r > 0 && all.indexOf(r) === i);
 const RATE = Math.max(...RATES);
-const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 60_000);
-const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 10_000);
-const DRAIN_MS = Number(process.env.BENCH_DRAIN_MS ?? 60_000);
-const TIERS = (process.env.BENCH_TIERS ?? 'postgres,kafka').split(',');
-const PROFILES = Number(process.env.BENCH_PROFILES ?? 100_000);
-const WRITE_DOC = process.env.BENCH_WRITE_DOC !== '0';
-const STACK_MAIN = process.env.BENCH_STACK_MAIN ?? path.resolve(__dirname, '../main.js');
-/**
- * How the services run: `stack` is the standalone stack, one process (what
- * `npm start` runs); `services` is the ingest gateway and the identity
- * resolver as processes of their own, as docker compose and Helm deploy them
- * (the forwarder and the APIs are left out: nothing in the load reaches them).
- */
-const TOPOLOGIES = (process.env.BENCH_TOPOLOGY ?? 'stack,services').split(',') as Topology[];
+const DURATION_MS = knobs.BENCH_DURATION_MS;
+const WARMUP_MS = knobs.BENCH_WARMUP_MS;
+const DRAIN_MS = knobs.BENCH_DRAIN_MS;
+const PROFILES = knobs.BENCH_PROFILES;
+const STACK_MAIN = knobs.BENCH_STACK_MAIN ?? path.resolve(__dirname, '../main.js');
+const TOPOLOGIES = knobs.BENCH_TOPOLOGY as Topology[];
 type Topology = 'stack' | 'services';
 const SERVICE_MAINS = {
   gateway: path.resolve(__dirname, '../../../ingest-gateway/dist/main.js'),
   resolver: path.resolve(__dirname, '../../../identity-resolver/dist/main.js'),
 };
-const STACK_ENV = Object.fromEntries(
-  (process.env.BENCH_STACK_ENV ?? '')
-    .split(',')
-    .filter(Boolean)
-    .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-);
+const STACK_ENV = Object.fromEntries(knobs.BENCH_STACK_ENV.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+/** A service's start-up, migrations and first connections included. */
+const STARTUP_MS = 120_000;
 const POLL_MS = 50;
 /** Pending samples looked up per poll; every one of them once a second. */
 const POLL_BATCH = 256;
-const PG_STATEMENTS = process.env.BENCH_PG_STATEMENTS === '1';
+const PG_STATEMENTS = knobs.BENCH_PG_STATEMENTS;
 /** The issue's floor. */
 const FLOOR_EVENTS_PER_S = 5_000;
 const FLOOR_P99_LAG_MS = 2_000;
@@ -135,7 +137,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-pipeline-'));
   log(`load average ${loadavg()}; ${os.cpus().length} cores; rates ${RATES.join(', ')} events/s, ${DURATION_MS / 1000} s measured after ${WARMUP_MS / 1000} s warm-up, ${ORGS} organisations, ${PROFILES} visitors`);
-  // BENCH_PG_STATEMENTS=1: pg_stat_statements, to log where the database's time goes (a diagnosis, not a figure).
+  // BENCH_PG_STATEMENTS: pg_stat_statements, to log where the database's time goes (a diagnosis, not a figure).
   const pg = await startEmbeddedPostgres({
     dataDir,
     ...(PG_STATEMENTS ? { settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } } : {}),
@@ -149,7 +151,7 @@ async function main(): Promise<void> {
         log(`${tier} at ${rate} events/s: failed: ${(err as Error)?.stack ?? String(err)}`);
         return { tier, rate, skipped: `failed: ${String((err as Error)?.message ?? err).split('\n')[0]}` };
       });
-    if (TIERS.includes('postgres')) {
+    if (knobs.BENCH_TIERS.includes('postgres')) {
       for (const topology of TOPOLOGIES) {
         for (const rate of RATES) {
           const tier = tierName('Postgres-backed log', topology);
@@ -157,7 +159,7 @@ async function main(): Promise<void> {
         }
       }
     }
-    if (TIERS.includes('kafka')) {
+    if (knobs.BENCH_TIERS.includes('kafka')) {
       const kafka = await kafkaEnvironment(dataDir);
       if ('skip' in kafka) {
         log(`Kafka tier skipped: ${kafka.skip}`);
@@ -177,7 +179,7 @@ async function main(): Promise<void> {
     }
     const section = render(results, (Date.now() - started) / 1000);
     console.log(section);
-    if (WRITE_DOC) await writeSection(section);
+    if (knobs.BENCH_WRITE_DOC) await writeSection(section);
     if (results.some((r) => !meetsFloor(r))) process.exitCode = 1;
   } finally {
     await pg.stop();
@@ -215,7 +217,7 @@ async function benchTier(
     const orgs = await seed(db);
     const port = await freePort();
     const resolverPort = topology === 'services' ? await freePort() : port;
-    const nodeArgs = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    const nodeArgs = knobs.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${knobs.BENCH_CPU_PROF}`] : [];
     const topicPrefix = `bench${Date.now()}.`;
     const base = `http://127.0.0.1:${port}`;
     const resolverBase = `http://127.0.0.1:${resolverPort}`;
@@ -232,23 +234,11 @@ async function benchTier(
     };
     const launch = (main: string, listenOn: number) =>
       spawn(process.execPath, [...nodeArgs, main], { env: { ...processEnv, PORT: String(listenOn) }, stdio: ['ignore', 'inherit', 'inherit'] });
-    // A start that fails (a broker that has just created the topics, say) is tried again.
-    for (let attempt = 1; ; attempt++) {
-      stack =
-        topology === 'stack'
-          ? [launch(STACK_MAIN, port)]
-          : [launch(SERVICE_MAINS.gateway, port), launch(SERVICE_MAINS.resolver, resolverPort)];
-      try {
-        await waitReady(base, stack[0]!);
-        if (topology === 'services') await waitReady(resolverBase, stack[1]!);
-        break;
-      } catch (err) {
-        await stopAll(stack);
-        if (attempt >= 3) throw err;
-        log(`${label}: did not start (${(err as Error).message}); trying again`);
-        await sleep(3_000);
-      }
-    }
+    // Fresh topics need no retry here: the bus waits for their leaders (libs/bus/src/kafka/topics.ts).
+    stack =
+      topology === 'stack' ? [launch(STACK_MAIN, port)] : [launch(SERVICE_MAINS.gateway, port), launch(SERVICE_MAINS.resolver, resolverPort)];
+    await waitReady(base, stack[0]!, STARTUP_MS);
+    if (topology === 'services') await waitReady(resolverBase, stack[1]!, STARTUP_MS);
     log(`${label}: ready (pids ${stack.map((c) => c.pid).join(', ')}); load average ${loadavg()}`);
 
     const loadBefore = loadavg();
@@ -323,7 +313,7 @@ async function benchTier(
 
     // BENCH_PG_WAITS=1: what the stack's database sessions are doing, sampled every 100 ms (a log line, for diagnosis).
     const waits = new Map<string, number>();
-    const waitSampler = process.env.BENCH_PG_WAITS === '1'
+    const waitSampler = knobs.BENCH_PG_WAITS
       ? setInterval(() => {
           void db
             .raw<{ rows: Array<{ w: string }> }>(
@@ -569,47 +559,11 @@ function cpuMark(stack: readonly ChildProcess[], postmaster: number, infra: read
   return { stack: stack.reduce((sum, c) => sum + cpuSeconds(c.pid), 0), postgres: cpuSeconds(postmaster), infra: infra.reduce((s, p) => s + cpuSeconds(p), 0), machine: machineBusySeconds() };
 }
 
-/** Busy CPU seconds of the whole machine so far (/proc/stat: everything but idle and iowait). */
-function machineBusySeconds(): number {
-  try {
-    const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = cpu;
-    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS;
-  } catch {
-    return 0;
-  }
-}
-
-const CLOCK_TICKS = 100; // USER_HZ on Linux
-
-/** CPU seconds (user + system) so far of a process and its live children (PostgreSQL's backends); 0 where /proc says nothing. */
-function cpuSeconds(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  let ticks = 0;
-  let procs: string[] = [];
-  try {
-    procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  } catch {
-    return 0;
-  }
-  for (const p of procs) {
-    try {
-      const text = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      // Fields after the name: state(0) ppid(1) ... utime(11) stime(12).
-      if (Number(p) === pid || Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return ticks / CLOCK_TICKS;
-}
-
 type KafkaEnvironment = { skip: string } | { env: Record<string, string>; pids: number[]; stop: () => Promise<void> };
 
 /** The Kafka tier's broker and registry: from the environment, else started with infra/local, else a reason to skip. */
 async function kafkaEnvironment(dataDir: string): Promise<KafkaEnvironment> {
-  const { KAFKA_BROKERS, SCHEMA_REGISTRY_URL } = process.env;
+  const { KAFKA_BROKERS, SCHEMA_REGISTRY_URL } = knobs;
   if (KAFKA_BROKERS && SCHEMA_REGISTRY_URL) return { env: { KAFKA_BROKERS, SCHEMA_REGISTRY_URL }, pids: [], stop: async () => {} };
   if (!existsSync(path.join(INFRA, 'kafka.sh'))) return { skip: 'KAFKA_BROKERS and SCHEMA_REGISTRY_URL are not set and infra/local is missing' };
   const kafkaDir = path.join(dataDir, 'kafka');
@@ -659,26 +613,6 @@ function script(name: string, args: string[], env: Record<string, string>): Prom
       else resolve(stdout);
     });
   });
-}
-
-async function stopAll(processes: readonly ChildProcess[]): Promise<void> {
-  await Promise.all(
-    processes.map(async (child) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }),
-  );
-}
-
-async function waitReady(url: string, child: ChildProcess): Promise<void> {
-  const until = Date.now() + 120_000;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`a service exited with ${child.exitCode}`);
-    if ((await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) return;
-    await sleep(200);
-  }
-  throw new Error(`${url} not ready within 120 s`);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

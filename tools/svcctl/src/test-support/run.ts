@@ -1,26 +1,12 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { expect } from '@jest/globals';
+import { runNode, type NodeRun } from '@svc/testkit';
 
 const MAIN = path.resolve(__dirname, '../../dist/main.js');
 
-export interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs the built CLI as an operator would, against the test database. */
-export function svcctl(url: string, args: readonly string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, DATABASE_URL: url, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+export function svcctl(url: string, args: readonly string[], env: Record<string, string> = {}): Promise<NodeRun> {
+  return runNode(MAIN, args, { DATABASE_URL: url, ...env });
 }
 
 /** The one JSON object a successful command prints. */

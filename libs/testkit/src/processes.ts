@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** How a finished process ended, and what it printed. */
+export interface NodeRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a Node script (a built CLI or service) to its end, as an operator would: the test's environment plus `env`. */
+export function runNode(file: string, args: readonly string[], env: Record<string, string> = {}): Promise<NodeRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [file, ...args], { env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Waits until the service at `url` answers /readyz with 200; fails at once if its process has exited. */
+export async function waitReady(url: string, child: ChildProcess, deadlineMs = 60_000): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) throw new Error(`the service for ${url} exited with ${child.exitCode} before it was ready`);
+    if ((await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${url} not ready within ${deadlineMs / 1000} s`);
+}
+
+/** SIGTERM to every process still running, and wait for each to exit. */
+export async function stopAll(children: readonly ChildProcess[]): Promise<void> {
+  await Promise.all(
+    children.map(async (child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }),
+  );
+}
+
+/** USER_HZ on Linux: the unit of /proc's CPU times. */
+const CLOCK_TICKS = 100;
+
+/**
+ * CPU seconds (user + system) used so far by a process and its live
+ * children (a cluster's workers, PostgreSQL's backends); 0 where /proc says
+ * nothing (not Linux, or the process is gone). For benchmarks.
+ */
+export function cpuSeconds(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  let procs: string[];
+  try {
+    procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return 0;
+  }
+  let ticks = 0;
+  for (const p of procs) {
+    try {
+      const text = readFileSync(`/proc/${p}/stat`, 'utf8');
+      // Fields after the name: state(0) ppid(1) ... utime(11) stime(12).
+      const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      if (Number(p) === pid || Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+/** Busy CPU seconds of the whole machine so far (/proc/stat: everything but idle and iowait); 0 where it cannot be read. */
+export function machineBusySeconds(): number {
+  try {
+    const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = cpu;
+    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
