@@ -192,5 +192,37 @@ export const identityMigrations: MigrationSet = {
         `);
       },
     },
+    {
+      name: '0003_canonical_ids',
+      async up(db) {
+        await db.raw(`
+          -- canonical_id again, in rows written once per profile, for partial search (its trigram
+          -- index is among the Profiles API's read indexes). On identity.profiles that index took
+          -- about 28 new entries on every update of a profile, i.e. on every event, and its pending
+          -- list then flushed inside some resolver transaction, stalling it for up to a second.
+          create table identity.canonical_ids (
+            org_id uuid not null,
+            canonical_id text not null,
+            profile_id uuid not null references identity.profiles (id),
+            primary key (org_id, canonical_id)
+          );
+          insert into identity.canonical_ids (org_id, canonical_id, profile_id)
+            select org_id, canonical_id, id from identity.profiles;
+
+          -- Kept by the database, as an index would be, so that every writer of profiles (the
+          -- resolver, a replay, a seeding script) keeps it whole. canonical_id never changes.
+          create function identity.add_canonical_ids() returns trigger language plpgsql as $$
+          begin
+            insert into identity.canonical_ids (org_id, canonical_id, profile_id)
+              select org_id, canonical_id, id from created;
+            return null;
+          end
+          $$;
+          create trigger profiles_canonical_ids after insert on identity.profiles
+            referencing new table as created
+            for each statement execute function identity.add_canonical_ids();
+        `);
+      },
+    },
   ],
 };

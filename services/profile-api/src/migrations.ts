@@ -15,8 +15,10 @@ import type { MigrationSet } from '@svc/runtime';
  *   for the `event_name` filter, keyset-paged like the resolver's own
  *   (org_id, profile_id, event_timestamp desc, id desc).
  * - search: pg_trgm GIN indexes for partial (substring, ILIKE) matching on
- *   identity_signals.signal_value and profiles.canonical_id. Exact search uses
- *   the primary key of identity_signals and the (org_id, canonical_id) key.
+ *   identity_signals.signal_value and canonical_ids.canonical_id (written
+ *   once per profile; 0002 moved it off identity.profiles, where every update
+ *   of a profile added entries to it). Exact search uses the primary key of
+ *   identity_signals and the (org_id, canonical_id) key of profiles.
  */
 const SORT_FIELDS = ['last_seen_at', 'first_seen_at', 'event_count', 'session_count', 'engagement_score', 'created_at'];
 
@@ -38,6 +40,16 @@ export const profileApiMigrations: MigrationSet = {
             on identity.identity_signals using gin (signal_value gin_trgm_ops);
           create index if not exists profiles_canonical_id_trgm_idx
             on identity.profiles using gin (canonical_id gin_trgm_ops);
+        `);
+      },
+    },
+    {
+      name: '0002_canonical_id_search_off_profiles',
+      async up(db) {
+        await db.raw(`
+          drop index if exists identity.profiles_canonical_id_trgm_idx;
+          create index if not exists canonical_ids_value_trgm_idx
+            on identity.canonical_ids using gin (canonical_id gin_trgm_ops);
         `);
       },
     },

@@ -454,6 +454,7 @@ describeWithPostgres('Profiles API read routes on PostgreSQL', () => {
       ['q, exact email lower-cased', () => '?q=Carol@Shop.test', () => [ids.carol!.id]],
       ['q, exact phone in another notation', () => '?q=098765%2043210', () => [ids.alice!.id]],
       ['q, exact canonical_id', () => `?q=${ids.bob!.canonical_id}`, () => [ids.bob!.id]],
+      ['q, partial canonical_id, any case', () => `?q=${ids.bob!.canonical_id.slice(6, 18).toUpperCase()}&partial=true`, () => [ids.bob!.id]],
       ['q, partial across signal types, de-duplicated', () => '?q=alic&partial=true', () => [ids.alice!.id]],
       ['q, no match', () => '?q=zzz-nobody', () => []],
       ['q, partial: % is literal', () => '?q=%25&partial=true', pct],

@@ -451,7 +451,7 @@ export class ProfileStore {
       case 'q':
         if (q.partial) {
           signal(undefined, pattern(q.value));
-          hits.push(`select p.id from identity.profiles p where p.org_id = ? and p.canonical_id ilike ? escape '\\'`);
+          hits.push(`select c.profile_id as id from identity.canonical_ids c where c.org_id = ? and c.canonical_id ilike ? escape '\\'`);
           params.push(orgId, pattern(q.value));
         } else {
           const phone = normalisePhone(q.value);

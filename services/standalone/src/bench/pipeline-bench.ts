@@ -305,7 +305,8 @@ async function benchTier(
           void Promise.all([countEvents(db), resolverStats(resolverBase)]).then(async ([c1, m1]) => {
             timeline.push(c1 - last);
             windowEnd = { t1, c1, cpu1, m1 };
-            if (PG_STATEMENTS) await logStatements(db, label, (t1 - window!.t0) / 1000);
+            // A diagnosis: its failure must not take the bench (and, orphaned, its services) down.
+            if (PG_STATEMENTS) await logStatements(db, label, (t1 - window!.t0) / 1000).catch((err: unknown) => log(`${label}: statements not logged: ${String(err)}`));
           });
         }, DURATION_MS),
       );
@@ -497,13 +498,24 @@ async function seed(db: Db): Promise<Array<{ id: string; key: string }>> {
 
 /** The statements the database spent its time on over the window (pg_stat_statements, every database of the server). */
 async function logStatements(db: Db, label: string, seconds: number): Promise<void> {
-  const { rows } = await db.raw<{ rows: Array<{ q: string; calls: string; total: number; mean: number; rows: string }> }>(
-    `select left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as q, calls, total_exec_time as total, mean_exec_time as mean, rows
+  const { rows } = await db.raw<{ rows: Array<{ q: string; calls: string; total: number; mean: number; max: number }> }>(
+    `select left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as q, calls, total_exec_time as total, mean_exec_time as mean, max_exec_time as max
      from pg_stat_statements order by total_exec_time desc limit 20`,
   );
   log(
-    `${label}: statements by time in the database over ${seconds.toFixed(0)} s (ms/s, calls/s, mean ms):\n` +
-      rows.map((r) => `  ${(r.total / seconds).toFixed(0).padStart(5)}  ${(Number(r.calls) / seconds).toFixed(1).padStart(7)}  ${r.mean.toFixed(2).padStart(7)}  ${r.q}`).join('\n'),
+    `${label}: statements by time in the database over ${seconds.toFixed(0)} s (ms/s, calls/s, mean ms, max ms):\n` +
+      rows
+        .map((r) => `  ${(r.total / seconds).toFixed(0).padStart(5)}  ${(Number(r.calls) / seconds).toFixed(1).padStart(7)}  ${r.mean.toFixed(2).padStart(7)}  ${r.max.toFixed(0).padStart(6)}  ${r.q}`)
+        .join('\n'),
+  );
+  // An update that changes no indexed column and finds room on its page is HOT: no new index entries.
+  const tables = await db.raw<{ rows: Array<{ t: string; ins: number; upd: number; hot: number }> }>(
+    `select schemaname || '.' || relname as t, n_tup_ins as ins, n_tup_upd as upd, n_tup_hot_upd as hot
+     from pg_stat_user_tables where n_tup_upd > 0 order by n_tup_upd desc limit 10`,
+  );
+  log(
+    `${label}: rows updated since the database was made (inserted, updated, of which HOT):\n` +
+      tables.rows.map((r) => `  ${String(r.ins).padStart(9)} ${String(r.upd).padStart(9)} ${String(r.hot).padStart(9)}  ${r.t}`).join('\n'),
   );
 }
 
