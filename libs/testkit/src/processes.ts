@@ -73,13 +73,25 @@ export function cpuSeconds(pid: number | undefined): number {
   return ticks / CLOCK_TICKS;
 }
 
-/** Busy CPU seconds of the whole machine so far (/proc/stat: everything but idle and iowait); 0 where it cannot be read. */
-export function machineBusySeconds(): number {
+/** CPU seconds of the whole machine so far: see machineSeconds. */
+export interface MachineSeconds {
+  /** Busy: everything but idle and iowait, steal included. */
+  busy: number;
+  /**
+   * Stolen: time a virtual CPU was ready to run but the hypervisor ran
+   * someone else. On a shared host this swings from run to run, and every
+   * figure measured meanwhile with it; benches report it beside their figures.
+   */
+  steal: number;
+}
+
+/** The machine's CPU seconds so far (/proc/stat's first line); zeros where it cannot be read. */
+export function machineSeconds(): MachineSeconds {
   try {
     const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
     const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = cpu;
-    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS;
+    return { busy: (user + nice + system + irq + softirq + steal) / CLOCK_TICKS, steal: steal / CLOCK_TICKS };
   } catch {
-    return 0;
+    return { busy: 0, steal: 0 };
   }
 }

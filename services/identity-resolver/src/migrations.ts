@@ -208,6 +208,9 @@ export const identityMigrations: MigrationSet = {
           );
           insert into identity.canonical_ids (org_id, canonical_id, profile_id)
             select org_id, canonical_id, id from identity.profiles;
+          -- Statistics now, not at the next auto-analyze: without them the planner reads a whole
+          -- organisation's rows for a partial search instead of using the trigram index (50 ms against 5).
+          analyze identity.canonical_ids;
 
           -- Kept by the database, as an index would be, so that every writer of profiles (the
           -- resolver, a replay, a seeding script) keeps it whole. canonical_id never changes.

@@ -17,7 +17,7 @@ import {
   type Db,
 } from '@svc/runtime';
 // The module alone: the package's index loads jest's globals, which refuse to run outside jest.
-import { cpuSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
+import { cpuSeconds, machineSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
 import { batchBody, runLoad, type LoadResult } from './load';
 
 /**
@@ -102,6 +102,8 @@ interface StepResult extends LoadResult {
   loadCores: number;
   /** The machine's 1-minute load average at the end of the step (the machine may be shared). */
   loadAverage: number;
+  /** Cores the hypervisor took from this machine over the step (see machineSeconds). */
+  stolenCores: number;
 }
 
 async function benchTier(db: Db, databaseUrl: string, env: Record<string, string>, replicas: number): Promise<StepResult[]> {
@@ -131,6 +133,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
       const cpu0 = gatewayCpu();
       const watched0 = WATCH_PIDS.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
       const own0 = process.cpuUsage();
+      const machine0 = machineSeconds();
       const load = await runLoad({
         urls: gateways.map((g) => `http://127.0.0.1:${g.port}/functions/v1/v1-batch`),
         keys,
@@ -149,6 +152,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
         watchedCores: WATCH_PIDS.length > 0 ? watched / load.seconds : undefined,
         loadCores: (own.user + own.system) / 1e6 / load.seconds,
         loadAverage: os.loadavg()[0] ?? 0,
+        stolenCores: (machineSeconds().steal - machine0.steal) / load.seconds,
       };
     };
     if (knobs.BENCH_WARMUP_MS > 0) await step('w', CONCURRENCY[0] ?? 4, knobs.BENCH_WARMUP_MS);
@@ -158,7 +162,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
       console.error(
         `replicas ${replicas}, concurrency ${concurrency}: ${Math.round(r.eventsPerSecond)} events/s, p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, ` +
           `non-200 ${r.non200}, gateway ${r.gatewayCpuUsPerEvent.toFixed(1)} µs CPU/event (${r.gatewayCores.toFixed(2)} cores)` +
-          `${r.watchedCores === undefined ? '' : `, watched ${r.watchedCores.toFixed(2)} cores`}, load generator ${r.loadCores.toFixed(2)} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+          `${r.watchedCores === undefined ? '' : `, watched ${r.watchedCores.toFixed(2)} cores`}, load generator ${r.loadCores.toFixed(2)} cores, stolen ${r.stolenCores.toFixed(2)} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
       );
       results.push(r);
     }
@@ -172,13 +176,13 @@ function table(tier: string, results: StepResult[]): string {
   const rows = results.map(
     (r) =>
       `| ${r.concurrency} | ${r.requests} | ${Math.round(r.eventsPerSecond).toLocaleString('en')} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.non200} | ` +
-      `${r.gatewayCpuUsPerEvent.toFixed(0)} | ${r.gatewayCores.toFixed(2)} | ${r.loadAverage.toFixed(1)} |`,
+      `${r.gatewayCpuUsPerEvent.toFixed(0)} | ${r.gatewayCores.toFixed(2)} | ${r.stolenCores.toFixed(2)} | ${r.loadAverage.toFixed(1)} |`,
   );
   return [
     `#### ${tier}`,
     '',
-    '| concurrency | requests | events/s accepted | p50 ms | p99 ms | non-200 | gateway CPU µs/event | gateway cores busy | load avg (1 min) |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| concurrency | requests | events/s accepted | p50 ms | p99 ms | non-200 | gateway CPU µs/event | gateway cores busy | cores stolen by the hypervisor | load avg (1 min) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');

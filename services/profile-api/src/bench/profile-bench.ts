@@ -294,7 +294,7 @@ async function seed(db: Db, orgId: string): Promise<void> {
   // Vacuum until the visibility map covers the tables (an analyze running meanwhile can hold the horizon back),
   // as it does on a server whose autovacuum has caught up: index-only scans then skip the heap.
   for (let round = 1; round <= 3; round++) {
-    await step(`vacuum analyze (round ${round})`, 'vacuum (analyze) identity.profiles, identity.events, identity.identity_signals, identity.fingerprints, identity.click_ids');
+    await step(`vacuum analyze (round ${round})`, 'vacuum (analyze) identity.profiles, identity.canonical_ids, identity.events, identity.identity_signals, identity.fingerprints, identity.click_ids');
     const { rows } = (await db.raw(
       `select coalesce(min(relallvisible::float / greatest(relpages, 1)), 1) as covered from pg_class
        where oid in ('identity.profiles'::regclass, 'identity.events'::regclass, 'identity.identity_signals'::regclass)`,

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { profileIdsFor } from '@svc/identity-resolver';
 import { AccountsStore, createDb, ensureDatabase, env, freePort, loadConfigOrExit, runMigrations, startEmbeddedPostgres, type Db } from '@svc/runtime';
 // The module alone: the package's index loads jest's globals, which refuse to run outside jest.
-import { cpuSeconds, machineBusySeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
+import { cpuSeconds, machineSeconds, stopAll, waitReady, type MachineSeconds } from '@svc/testkit/dist/processes';
 import { allMigrations } from '../migrations';
 import { anonymousIdOf, BATCH_EVENTS, type LoadConfig, type LoadMessage, type LoadReport } from './pipeline-load';
 
@@ -126,7 +126,7 @@ interface TierResult {
   drained?: boolean;
   /** Stored events per 5 s slice of the window. */
   timeline?: number[];
-  cpu?: { stack: number; postgres: number; infra: number | undefined; load: number; machine: number };
+  cpu?: { stack: number; postgres: number; infra: number | undefined; load: number; machine: number; steal: number };
   loadavg?: { before: string; after: string };
   profiles?: { live: number; total: number };
   /** From the stack's /metrics over the window: transactions, their mean size and duration. */
@@ -436,7 +436,8 @@ async function benchTier(
         postgres: (we.cpu1.postgres - w.cpu0.postgres) / seconds,
         infra: infraPids.length > 0 ? (we.cpu1.infra - w.cpu0.infra) / seconds : undefined,
         load: load.cores,
-        machine: (we.cpu1.machine - w.cpu0.machine) / seconds,
+        machine: (we.cpu1.machine.busy - w.cpu0.machine.busy) / seconds,
+        steal: (we.cpu1.machine.steal - w.cpu0.machine.steal) / seconds,
       },
       loadavg: { before: loadBefore, after: loadAfter },
       profiles: { live: Number(profileRows[0]?.live), total: Number(profileRows[0]?.total) },
@@ -447,7 +448,7 @@ async function benchTier(
         `stored ${Math.round(result.storedPerSecond!)} events/s, lag p50 ${fmtMs(result.lag!.p50)} p95 ${fmtMs(result.lag!.p95)} p99 ${fmtMs(result.lag!.p99)} ms, ` +
         `backlog ${backlogAtEnd} (outbox ${outboxAtEnd}, after the drain ${result.outboxAfterDrain})${result.drained ? `, drained in ${result.drainSeconds!.toFixed(1)} s` : ', NOT drained'}` +
         `${result.drainPerSecond === undefined ? '' : ` at ${Math.round(result.drainPerSecond)} events/s`}; ` +
-        `cores: stack ${result.cpu!.stack.toFixed(2)}, postgres ${result.cpu!.postgres.toFixed(2)}${result.cpu!.infra === undefined ? '' : `, kafka+registry ${result.cpu!.infra.toFixed(2)}`}, load ${load.cores.toFixed(2)}, machine busy ${result.cpu!.machine.toFixed(2)} of ${os.cpus().length}; ` +
+        `cores: stack ${result.cpu!.stack.toFixed(2)}, postgres ${result.cpu!.postgres.toFixed(2)}${result.cpu!.infra === undefined ? '' : `, kafka+registry ${result.cpu!.infra.toFixed(2)}`}, load ${load.cores.toFixed(2)}, machine busy ${result.cpu!.machine.toFixed(2)} of ${os.cpus().length}, of which stolen ${result.cpu!.steal.toFixed(2)}; ` +
         `resolver ${result.resolver!.batches} transactions of ${result.resolver!.eventsPerBatch.toFixed(0)} events, ${result.resolver!.msPerBatch.toFixed(0)} ms each, ${result.resolver!.retries} retries, ${result.resolver!.merges} merges; ` +
         `slices ${timeline.map((n) => Math.round(n / 5)).join(' ')}; load average ${loadBefore} → ${loadAfter}`,
     );
@@ -563,12 +564,12 @@ interface CpuMark {
   stack: number;
   postgres: number;
   infra: number;
-  /** The whole machine's busy CPU seconds (every process, ours or not). */
-  machine: number;
+  /** The whole machine's CPU seconds (every process, ours or not), and how many the hypervisor took. */
+  machine: MachineSeconds;
 }
 
 function cpuMark(stack: readonly ChildProcess[], postmaster: number, infra: readonly number[]): CpuMark {
-  return { stack: stack.reduce((sum, c) => sum + cpuSeconds(c.pid), 0), postgres: cpuSeconds(postmaster), infra: infra.reduce((s, p) => s + cpuSeconds(p), 0), machine: machineBusySeconds() };
+  return { stack: stack.reduce((sum, c) => sum + cpuSeconds(c.pid), 0), postgres: cpuSeconds(postmaster), infra: infra.reduce((s, p) => s + cpuSeconds(p), 0), machine: machineSeconds() };
 }
 
 type KafkaEnvironment = { skip: string } | { env: Record<string, string>; pids: number[]; stop: () => Promise<void> };
@@ -638,7 +639,7 @@ function render(results: readonly TierResult[], runSeconds: number): string {
       `an open-loop load generator as another, all on one machine. Offered load in batches of ${BATCH_EVENTS}, ${DURATION_MS / 1000} s measured after ${WARMUP_MS / 1000} s warm-up, ` +
       `${fmtInt(PROFILES)} visitors over ${ORGS} organisations, seeded as profiles; lag polled every ${POLL_MS} ms (once a second beyond the oldest ${POLL_BATCH} pending samples); whole run ${Math.round(runSeconds)} s._`,
     '',
-    '| tier | events/s offered | events/s accepted | events/s stored | lag p50 ms | lag p95 ms | lag p99 ms | lag max ms | backlog at end | drained in (events/s while draining) | HTTP p50 / p99 ms | non-200 | cores busy: stack / postgres / kafka+registry / load generator / whole machine | load average before → after | floor |',
+    '| tier | events/s offered | events/s accepted | events/s stored | lag p50 ms | lag p95 ms | lag p99 ms | lag max ms | backlog at end | drained in (events/s while draining) | HTTP p50 / p99 ms | non-200 | cores busy: stack / postgres / kafka+registry / load generator / whole machine (of which stolen by the hypervisor) | load average before → after | floor |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of results) {
@@ -651,7 +652,7 @@ function render(results: readonly TierResult[], runSeconds: number): string {
       `| ${r.tier} | ${fmtInt(r.rate ?? 0)} | ${fmtInt(r.load.eventsPerSecond)} | ${fmtInt(r.storedPerSecond ?? 0)} | ${fmtMs(r.lag.p50)} | ${fmtMs(r.lag.p95)} | ${fmtMs(r.lag.p99)} | ${fmtMs(r.lag.max)} | ` +
         `${fmtInt(r.backlogAtEnd ?? 0)} | ${r.drained ? `${r.drainSeconds!.toFixed(1)} s` : `not within ${DRAIN_MS / 1000} s`}` +
         `${(r.backlogAtEnd ?? 0) >= 10_000 && r.drainPerSecond !== undefined ? ` (${fmtInt(r.drainPerSecond)}/s)` : ''} | ${r.load.p50Ms.toFixed(0)} / ${r.load.p99Ms.toFixed(0)} | ${r.load.non200 + r.load.dropped} | ` +
-        `${c.stack.toFixed(2)} / ${c.postgres.toFixed(2)} / ${c.infra === undefined ? '–' : c.infra.toFixed(2)} / ${c.load.toFixed(2)} / ${c.machine.toFixed(2)} | ${r.loadavg!.before} → ${r.loadavg!.after} | ` +
+        `${c.stack.toFixed(2)} / ${c.postgres.toFixed(2)} / ${c.infra === undefined ? '–' : c.infra.toFixed(2)} / ${c.load.toFixed(2)} / ${c.machine.toFixed(2)} (${c.steal.toFixed(2)}) | ${r.loadavg!.before} → ${r.loadavg!.after} | ` +
         `${meetsFloor(r) ? '✓' : '✗'} |`,
     );
   }
