@@ -4,22 +4,15 @@
  * loader snippet's queued calls).
  */
 import { describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import vm from 'node:vm';
 import { gzipSync } from 'node:zlib';
+import { buildScriptTag } from './testing/script-tag';
 import { VERSION } from './version';
 
 const root = path.resolve(__dirname, '..');
 const BUDGET_GZIP_BYTES = 12 * 1024;
-
-function buildScriptTag(): Buffer {
-  const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'svc-iife-')), 'svc.min.js');
-  execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs'), '--iife', out], { cwd: root, stdio: 'pipe' });
-  return readFileSync(out);
-}
 
 describe('script-tag build', () => {
   const code = buildScriptTag();

@@ -5,11 +5,9 @@
  * REQUIRE_INFRA=1, where they fail.
  */
 import { afterAll, beforeAll, describe, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { buildScriptTag } from './script-tag';
 import { CaptureServer } from './server';
 
 /** Debian's Chromium; SVC_CHROMIUM overrides it (another build, or a missing path to try the skip). */
@@ -44,10 +42,7 @@ export function describeInBrowser(name: string, body: (h: BrowserHarness) => voi
     const contexts: BrowserContext[] = [];
     const h = { server: new CaptureServer() } as BrowserHarness & { server: CaptureServer };
     beforeAll(async () => {
-      const root = path.resolve(__dirname, '../..');
-      const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'svc-browser-')), 'svc.min.js');
-      execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs'), '--iife', out], { cwd: root, stdio: 'pipe' });
-      h.server.serve('/svc.min.js', readFileSync(out, 'utf8'), 'text/javascript');
+      h.server.serve('/svc.min.js', buildScriptTag().toString('utf8'), 'text/javascript');
       h.server.serve('/blank', '<!doctype html><title>blank</title><p>blank</p>');
       await h.server.start();
       h.browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
