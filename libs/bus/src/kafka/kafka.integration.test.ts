@@ -103,8 +103,16 @@ describeWithKafka('kafka adapter', () => {
     });
     const stored = async (topic: string): Promise<number> => {
       const admin = await connected(plainKafka().admin());
-      const offsets = await admin.fetchTopicOffsets(topic);
-      return offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+      // Moments after a topic grew, the broker may answer for a new partition "not the leader" (retriable).
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const offsets = await admin.fetchTopicOffsets(topic);
+          return offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+        } catch (err) {
+          if (attempt >= 40 || (err as { retriable?: unknown }).retriable !== true) throw err;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
     };
     /** Reads every stored message of a topic with plain kafkajs, as raw bytes. */
     const readRaw = async (topic: string, count: number) => {
