@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '@svc/runtime';
@@ -14,8 +14,16 @@ const INFRA = path.resolve(__dirname, '../../../infra/local');
 export interface LocalProcess {
   /** The value the script printed, e.g. `127.0.0.1:41234` for Kafka. */
   address: string;
+  /** The JVM's process id (from the script's pid file), for CPU accounting; absent for containers, or if it cannot be read. */
+  pid?: number;
   stop(): Promise<void>;
 }
+
+/**
+ * Extra environment for the script, e.g. `KAFKA_JVM_OPTS: ''` / `REGISTRY_JVM_OPTS: ''`
+ * for the full JIT (the scripts default to C1 only, for quick test start-up).
+ */
+export type LocalProcessEnv = Record<string, string>;
 
 function script(name: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -27,20 +35,22 @@ function script(name: string, args: string[], timeoutMs: number, env: Record<str
   });
 }
 
-async function startLocal(name: 'kafka' | 'registry', extraArgs: string[]): Promise<LocalProcess> {
+async function startLocal(name: 'kafka' | 'registry', extraEnv: LocalProcessEnv): Promise<LocalProcess> {
   const workdir = path.join(os.tmpdir(), `svc-test-${name}-${process.pid}`);
   await rm(workdir, { recursive: true, force: true });
   await mkdir(workdir, { recursive: true });
   const port = await freePort();
   // Kafka's controller needs a port of its own; pick one rather than assume port+1 is free.
-  const env: Record<string, string> = name === 'kafka' ? { KAFKA_CONTROLLER_PORT: String(await freePort()) } : {};
+  const env: Record<string, string> = name === 'kafka' ? { ...extraEnv, KAFKA_CONTROLLER_PORT: String(await freePort()) } : extraEnv;
   // First use fetches artifacts from Maven Central, hence the generous limit.
-  const out = await script(`${name}.sh`, ['start', workdir, String(port), ...extraArgs], 600_000, env);
+  const out = await script(`${name}.sh`, ['start', workdir, String(port)], 600_000, env);
   const last = out.trim().split('\n').pop() ?? '';
   const address = last.slice(last.indexOf('=') + 1);
   if (!address) throw new Error(`${name}.sh start printed no address`);
+  const pid = Number((await readFile(path.join(workdir, `${name}.pid`), 'utf8').catch(() => '')).trim()) || undefined;
   return {
     address,
+    ...(pid === undefined ? {} : { pid }),
     async stop() {
       await script(`${name}.sh`, ['stop', workdir], 60_000);
       await rm(workdir, { recursive: true, force: true });
@@ -49,7 +59,7 @@ async function startLocal(name: 'kafka' | 'registry', extraArgs: string[]): Prom
 }
 
 /** A single-node KRaft broker on 127.0.0.1; address is `host:port`. */
-export const startLocalKafka = (): Promise<LocalProcess> => startLocal('kafka', []);
+export const startLocalKafka = (env: LocalProcessEnv = {}): Promise<LocalProcess> => startLocal('kafka', env);
 
 /** A Confluent-API schema registry on 127.0.0.1; address is its base URL. */
-export const startLocalRegistry = (): Promise<LocalProcess> => startLocal('registry', []);
+export const startLocalRegistry = (env: LocalProcessEnv = {}): Promise<LocalProcess> => startLocal('registry', env);

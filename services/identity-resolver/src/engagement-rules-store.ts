@@ -24,7 +24,7 @@ interface Row {
 function view(orgId: string, row: Row | undefined): StoredEngagementRules {
   if (!row) return { orgId, configured: false, rules: DEFAULT_ENGAGEMENT_RULES, updatedAt: null };
   const check = checkEngagementRules(row.rules);
-  // A document written around svcctl is shown as stored (and scores nothing; see loadEngagementRules).
+  // A document written around svcctl is shown as stored (and scores nothing; see compileStoredEngagementRules).
   return { orgId, configured: true, rules: check.ok ? check.rules : (row.rules as EngagementRules), updatedAt: row.updated_at.toISOString() };
 }
 
@@ -47,22 +47,11 @@ export async function getEngagementRules(db: Db, orgId: string): Promise<StoredE
 
 /**
  * The compiled rules of each organisation (the default rule set for those
- * with none), in one statement. A stored document that no longer passes the
- * check (written around svcctl) scores nothing rather than holding up
- * ingestion; its organisation is listed in `invalid` for the caller to report.
+ * with none), from the stored rows the caller read (the resolver reads them
+ * with the rest of its batch's state). A stored document that no longer
+ * passes the check (written around svcctl) scores nothing rather than holding
+ * up ingestion; its organisation is listed in `invalid` for the caller to report.
  */
-export async function loadEngagementRules(
-  db: Db,
-  orgIds: readonly string[],
-): Promise<{ rules: Map<string, CompiledEngagementRules>; invalid: string[] }> {
-  if (orgIds.length === 0) return compileStoredEngagementRules(orgIds, []);
-  const { rows } = (await db.raw('select org_id, rules from identity.engagement_rules where org_id = any(?::uuid[])', [[...orgIds]])) as {
-    rows: Array<{ org_id: string; rules: unknown }>;
-  };
-  return compileStoredEngagementRules(orgIds, rows);
-}
-
-/** loadEngagementRules for rows the caller read itself (the resolver reads them with the rest of its batch's state). */
 export function compileStoredEngagementRules(
   orgIds: readonly string[],
   rows: ReadonlyArray<{ org_id: string; rules: unknown }>,

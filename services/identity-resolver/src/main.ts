@@ -12,7 +12,7 @@ import {
 } from '@svc/runtime';
 import { resolverConfigSpec } from './config';
 import { resolverMetrics } from './metrics';
-import { startResolver } from './start';
+import { consumersForPool, startResolver } from './start';
 
 /**
  * Composition root of the identity resolver as its own deployment. Migrations
@@ -30,9 +30,8 @@ async function main(): Promise<void> {
     lifecycle.registerFirst('bus', () => bus.close());
     const metrics = createMetrics({ defaultLabels: { service: 'identity-resolver' } });
     const connectors = new ConnectorStore(db);
-    // Each member holds a connection for its transaction and another for its conversion-name look-ups;
-    // the outbox relay needs two more. A pool too small for the members asked for gets fewer of them.
-    const consumers = Math.max(1, Math.min(config.RESOLVER_CONSUMERS, Math.floor((config.RESOLVER_DB_POOL_MAX - 2) / 2)));
+    // A pool too small for the members asked for gets fewer of them.
+    const consumers = Math.min(config.RESOLVER_CONSUMERS, consumersForPool(config.RESOLVER_DB_POOL_MAX));
     if (consumers < config.RESOLVER_CONSUMERS) {
       logger.warn({ consumers, RESOLVER_CONSUMERS: config.RESOLVER_CONSUMERS, RESOLVER_DB_POOL_MAX: config.RESOLVER_DB_POOL_MAX }, 'resolver: the connection pool is too small for RESOLVER_CONSUMERS; running fewer consumers');
     }

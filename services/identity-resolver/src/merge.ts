@@ -29,7 +29,7 @@ interface LockedProfile {
 }
 
 /** Row-locks live profiles of an organisation in id order; returns what it found. */
-export async function lockProfiles(trx: Db, orgId: string, ids: readonly string[]): Promise<LockedProfile[]> {
+async function lockProfiles(trx: Db, orgId: string, ids: readonly string[]): Promise<LockedProfile[]> {
   const { rows } = (await trx.raw(
     'select id, merged_into from identity.profiles where org_id = ? and id = any(?::uuid[]) order by id for update',
     [orgId, [...new Set(ids)]],
@@ -146,7 +146,7 @@ export async function mergeLockedProfiles(trx: Db, input: MergeInput): Promise<v
 }
 
 /** stability_score = the share of the profile's fingerprinted events that carried the hash. */
-export async function updateStability(trx: Db, orgId: string, profileIds: readonly string[]): Promise<void> {
+async function updateStability(trx: Db, orgId: string, profileIds: readonly string[]): Promise<void> {
   await trx.raw(
     `update identity.fingerprints f set stability_score = f.occurrence_count::real / t.total
      from (select profile_id, sum(occurrence_count) as total from identity.fingerprints

@@ -5,6 +5,17 @@ import { OutboxRelay } from './outbox';
 import type { BatchOptions } from './process-batch';
 import { createResolverHandler, type ResolverTopics } from './resolver';
 
+/** Connections one consumer-group member uses at once: its transaction, and its conversion-name look-ups beside it. */
+const CONNECTIONS_PER_CONSUMER = 2;
+/** The outbox relay's connections. */
+const RELAY_CONNECTIONS = 2;
+
+/** The connection pool a resolver of `consumers` members needs. */
+export const resolverPoolSize = (consumers: number): number => CONNECTIONS_PER_CONSUMER * consumers + RELAY_CONNECTIONS;
+
+/** How many members a pool of `poolMax` connections serves (at least one): resolverPoolSize the other way round. */
+export const consumersForPool = (poolMax: number): number => Math.max(1, Math.floor((poolMax - RELAY_CONNECTIONS) / CONNECTIONS_PER_CONSUMER));
+
 export interface StartResolverOptions {
   db: Db;
   bus: Bus;

@@ -1,7 +1,7 @@
 import { createBus, prefixedTopics } from '@svc/bus';
 import { mountConsentApi } from '@svc/consent-api';
 import { ConnectorStore, forwarderMetrics, resolveSecretKey, startForwarder } from '@svc/conversion-forwarder';
-import { resolverMetrics, startResolver } from '@svc/identity-resolver';
+import { resolverMetrics, resolverPoolSize, startResolver } from '@svc/identity-resolver';
 import { mountGateway } from '@svc/ingest-gateway';
 import { mountProfileApi } from '@svc/profile-api';
 import {
@@ -19,9 +19,6 @@ import type { standaloneConfigSpec } from './config';
 import { allMigrations } from './migrations';
 
 export type StackConfig = ConfigValues<typeof standaloneConfigSpec>;
-
-/** The resolver's connections: one transaction per consumer, their conversion-name look-ups, and the outbox relay and its produce. */
-const resolverPoolSize = (consumers: number): number => 2 * consumers + 2;
 
 export interface RunningStack {
   url: string;

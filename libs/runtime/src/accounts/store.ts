@@ -102,11 +102,7 @@ export class AccountsStore {
   /** Adds `count` new unique events to the month of `at`; runs inside the caller's transaction. */
   static async addUsage(trx: Db, orgId: string, at: Date, count: number): Promise<void> {
     if (count <= 0) return;
-    await trx.raw(
-      `insert into accounts.monthly_usage (org_id, month, unique_events) values (?, ?, ?)
-       on conflict (org_id, month) do update set unique_events = accounts.monthly_usage.unique_events + excluded.unique_events`,
-      [orgId, monthStart(at), count],
-    );
+    await trx.raw(AccountsStore.USAGE_UPSERT, [AccountsStore.usageRecords([{ orgId, at, count }])]);
   }
 
   /**

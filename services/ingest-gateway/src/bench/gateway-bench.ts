@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { busMigrations } from '@svc/bus';
@@ -16,7 +16,8 @@ import {
   startEmbeddedPostgres,
   type Db,
 } from '@svc/runtime';
-// The module alone: the package's index loads jest's globals, which refuse to run outside jest.
+// Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
+import { writeBenchmarkSection } from '@svc/testkit/dist/benchmarks-doc';
 import { cpuSeconds, machineSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
 import { batchBody, runLoad, type LoadResult } from './load';
 
@@ -60,7 +61,6 @@ const ORGS_PER_STEP = 12;
 const REPLICAS = knobs.BENCH_GATEWAY_REPLICAS.map(Number);
 const GATEWAY_MAIN = knobs.BENCH_GATEWAY_MAIN ?? path.resolve(__dirname, '../main.js');
 const WATCH_PIDS = knobs.BENCH_WATCH_PIDS.map(Number);
-const DOC = path.resolve(__dirname, '../../../../docs/benchmarks.md');
 
 async function main(): Promise<void> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-gw-'));
@@ -81,7 +81,8 @@ async function main(): Promise<void> {
         sections.push(table(`${tier.name}, ${replicas === 1 ? 'one gateway process' : `${replicas} gateway replicas`}`, results));
       }
     }
-    if (knobs.BENCH_WRITE_DOC) await writeSection(sections.join('\n'));
+    const stamp = `_Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` (services/ingest-gateway), ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB; ${STEP_MS / 1000} s per step._\n\n`;
+    if (knobs.BENCH_WRITE_DOC) await writeBenchmarkSection('gateway-bench', stamp + sections.join('\n'));
     console.log(sections.join('\n'));
   } finally {
     await db.destroy();
@@ -186,18 +187,6 @@ function table(tier: string, results: StepResult[]): string {
     ...rows,
     '',
   ].join('\n');
-}
-
-/** Replaces the gateway section of docs/benchmarks.md, keeping the rest. */
-async function writeSection(body: string): Promise<void> {
-  const start = '<!-- gateway-bench:start -->';
-  const end = '<!-- gateway-bench:end -->';
-  const doc = await readFile(DOC, 'utf8').catch(() => `# Benchmarks\n\n${start}\n${end}\n`);
-  const stamp = `_Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` (services/ingest-gateway), ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB; ${STEP_MS / 1000} s per step._\n\n`;
-  const i = doc.indexOf(start);
-  const j = doc.indexOf(end);
-  const next = i >= 0 && j > i ? `${doc.slice(0, i + start.length)}\n${stamp}${body}${doc.slice(j)}` : `${doc}\n${start}\n${stamp}${body}${end}\n`;
-  await writeFile(DOC, next);
 }
 
 main().catch((err: unknown) => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import path from 'node:path';
@@ -11,12 +11,15 @@ import {
   createDb,
   createLogger,
   createMetrics,
+  env,
+  loadConfigOrExit,
   rateLimitMigrations,
   runMigrations,
   serveHttp,
   startEmbeddedPostgres,
   type Db,
 } from '@svc/runtime';
+import { writeBenchmarkSection } from '@svc/testkit/dist/benchmarks-doc';
 import { CursorCodec } from '../cursor';
 import { profileApiMigrations } from '../migrations';
 import { mountProfileApi } from '../routes-setup';
@@ -38,12 +41,17 @@ import { mountProfileApi } from '../routes-setup';
  * Floors: p99 < 25 ms for detail and exact search; a cursor page 10,000 events
  * deep < 25 ms (p99). The process exits 1 when one is missed.
  *
- * Environment: BENCH_RATE (requests/s per route, default 100; 10 and 20
- * for the two routes that scan thousands of rows per request), BENCH_SECONDS
- * (per route, default 15), DATABASE_URL (optional).
+ * Knobs: benchConfigSpec below.
  */
-const RATE = Number(process.env.BENCH_RATE ?? 100);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
+const benchConfigSpec = {
+  BENCH_RATE: env.int({ description: 'Requests/s per route (10 and 20 for the two routes that scan thousands of rows per request)', default: 100, min: 1 }),
+  BENCH_SECONDS: env.int({ description: 'Measured seconds per route', default: 15, min: 1 }),
+  BENCH_DATA_DIR: env.optionalString({ description: 'Keep the embedded database here (and reuse it) instead of a temporary directory' }),
+  DATABASE_URL: env.optionalString({ description: "A PostgreSQL superuser URL to create the bench's database on; default an embedded server" }),
+};
+const knobs = loadConfigOrExit(benchConfigSpec, process.env);
+const RATE = knobs.BENCH_RATE;
+const SECONDS = knobs.BENCH_SECONDS;
 const WARMUP_SECONDS = 2;
 const PROFILES = 100_000;
 const MERGED = 2_000;
@@ -55,7 +63,6 @@ const DEPTH = 10_000;
 const FLOOR_MS = 25;
 /** Connections of the API's pool (as the standalone main's 10, plus two). */
 const POOL = 12;
-const DOC = path.resolve(__dirname, '../../../../docs/benchmarks.md');
 const SECRET = randomBytes(32).toString('hex');
 
 interface Scenario {
@@ -126,7 +133,7 @@ async function main(): Promise<void> {
     const load = [loadBefore, os.loadavg()[0]!] as const;
     const section = table(results, seedSeconds, (Date.now() - started) / 1000, load);
     console.log(section);
-    await writeSection(section);
+    await writeBenchmarkSection('profile-bench', section);
     const missed = results.filter((r) => r.floor !== undefined && (r.p99 >= r.floor || r.failures > 0));
     if (missed.length > 0) {
       log(`floor missed: ${missed.map((r) => r.name).join(', ')}`);
@@ -146,8 +153,8 @@ function log(line: string): void {
 /** A fresh database: on DATABASE_URL's server when given, else an embedded server in a temporary directory. */
 async function freshDatabase(): Promise<{ url: string; stop: () => Promise<void> }> {
   const name = `profile_bench_${randomBytes(4).toString('hex')}`;
-  if (process.env.DATABASE_URL) {
-    const adminUrl = process.env.DATABASE_URL;
+  const adminUrl = knobs.DATABASE_URL;
+  if (adminUrl) {
     const onAdmin = async (sql: string) => {
       const admin = createDb({ url: adminUrl, poolMax: 1, applicationName: 'profile-bench-admin' });
       try {
@@ -161,7 +168,7 @@ async function freshDatabase(): Promise<{ url: string; stop: () => Promise<void>
     url.pathname = `/${name}`;
     return { url: url.toString(), stop: () => onAdmin(`drop database if exists ${name} with (force)`) };
   }
-  const keep = process.env.BENCH_DATA_DIR;
+  const keep = knobs.BENCH_DATA_DIR;
   const dataDir = keep ? path.resolve(keep) : await mkdtemp(path.join(os.tmpdir(), 'svc-bench-profiles-'));
   const server = await startEmbeddedPostgres({
     dataDir,
@@ -436,7 +443,7 @@ function table(results: Result[], seedSeconds: number, totalSeconds: number, loa
   });
   return [
     `_Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` (services/profile-api), ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ` +
-      `PostgreSQL ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}; ${PROFILES.toLocaleString('en')} live profiles (+${MERGED.toLocaleString('en')} merged away), ` +
+      `PostgreSQL ${knobs.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}; ${PROFILES.toLocaleString('en')} live profiles (+${MERGED.toLocaleString('en')} merged away), ` +
       `${EVENTS.toLocaleString('en')} events seeded in ${seedSeconds.toFixed(0)} s; API in-process on 127.0.0.1, ${SECONDS} s per route at a fixed rate ` +
       `(after ${WARMUP_SECONDS} s warm-up), latency from each request's scheduled start; whole run ${Math.round(totalSeconds)} s; ` +
       `1-minute load average ${load[0].toFixed(1)} before and ${load[1].toFixed(1)} after the measurements (the load generator, the API and PostgreSQL share the machine). ` +
@@ -451,19 +458,6 @@ function table(results: Result[], seedSeconds: number, totalSeconds: number, loa
 }
 
 /** Replaces the profile-bench section of docs/benchmarks.md (appending the markers when absent), keeping the rest. */
-async function writeSection(body: string): Promise<void> {
-  const start = '<!-- profile-bench:start -->';
-  const end = '<!-- profile-bench:end -->';
-  const doc = await readFile(DOC, 'utf8').catch(() => '# Benchmarks\n');
-  const i = doc.indexOf(start);
-  const j = doc.indexOf(end);
-  const next =
-    i >= 0 && j > i
-      ? `${doc.slice(0, i + start.length)}\n${body}${doc.slice(j)}`
-      : `${doc.replace(/\n*$/, '\n')}\n${start}\n${body}${end}\n`;
-  await writeFile(DOC, next);
-}
-
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);

