@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { isValidIdentifier } from './identifiers';
 import { Limits } from './limits';
-import { isIsoTimestamp } from './validate-event';
+import { toStorable } from './storable';
+import { canonicalTimestamp } from './timestamps';
 
 /** The purposes a consent decision can name. */
 export const CONSENT_PURPOSES = ['analytics', 'fingerprinting', 'identity'] as const;
@@ -56,6 +57,7 @@ export interface CurrentConsent {
 
 export const ConsentMessages = {
   subjectRequired: 'anonymous_id or user_id is required',
+  subjectHasNul: 'anonymous_id and user_id must not contain U+0000',
   invalidLimit: 'limit must be an integer from 1 to 200',
   invalidCursor: 'Invalid cursor',
 } as const;
@@ -67,7 +69,10 @@ const invalid = (why: string): ConsentCheck => ({ ok: false, message: `Invalid c
 /** Validates a POST /v1-consent body, naming the first problem in words a client can act on. */
 export function checkConsentDecision(body: unknown): ConsentCheck {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return invalid('the body must be a JSON object');
-  const b = body as Record<string, unknown>;
+  // Strings as the records table and the topic can hold them (no U+0000, no lone surrogates).
+  const storable = toStorable(body);
+  if (!storable.ok) return invalid('the body is nested too deeply');
+  const b = storable.value as Record<string, unknown>;
   if (b.anonymousId === undefined || b.anonymousId === null || b.anonymousId === '') return invalid('anonymousId is required');
   if (!isValidIdentifier(b.anonymousId)) return invalid('anonymousId must be a real visitor id of at most 200 characters');
   if (b.userId != null && !isValidIdentifier(b.userId)) return invalid('userId must be a real user id of at most 200 characters');
@@ -84,7 +89,8 @@ export function checkConsentDecision(body: unknown): ConsentCheck {
   if (b.source !== undefined && (typeof b.source !== 'string' || b.source.length < 1 || b.source.length > 64)) {
     return invalid('source must be a string of 1 to 64 characters');
   }
-  if (b.timestamp !== undefined && !isIsoTimestamp(b.timestamp)) return invalid('timestamp must be an ISO 8601 date-time');
+  const timestamp = b.timestamp === undefined ? undefined : canonicalTimestamp(b.timestamp);
+  if (b.timestamp !== undefined && timestamp === undefined) return invalid('timestamp must be an ISO 8601 date-time');
   return {
     ok: true,
     decision: {
@@ -92,7 +98,7 @@ export function checkConsentDecision(body: unknown): ConsentCheck {
       userId: (b.userId as string | null | undefined) ?? null,
       purposes: purposes as ConsentDecision['purposes'],
       ...(b.source === undefined ? {} : { source: b.source as string }),
-      ...(b.timestamp === undefined ? {} : { timestamp: b.timestamp as string }),
+      ...(timestamp === undefined ? {} : { timestamp }),
     },
   };
 }

@@ -52,7 +52,8 @@ export const InboundEventSchema = Type.Object(
     additionalProperties: true,
     allOf: [
       { if: { properties: { type: { const: 'track' } } }, then: { required: ['event'] } },
-      { if: { properties: { type: { const: 'alias' } } }, then: { required: ['userId'] } },
+      // An alias's userId may not be null, as it may elsewhere: it names who the previous identity becomes.
+      { if: { properties: { type: { const: 'alias' } } }, then: { required: ['userId'], properties: { userId: { type: 'string' } } } },
       { if: { properties: { type: { const: 'group' } } }, then: { required: ['groupId'] } },
     ],
   },

@@ -3,6 +3,8 @@ export * from './limits';
 export * from './identifiers';
 export * from './events';
 export * from './validate-event';
+export * from './timestamps';
+export * from './storable';
 export * from './topics';
 export * from './schema-validator';
 export * from './consent';

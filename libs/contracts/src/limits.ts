@@ -19,6 +19,12 @@ export const Limits = {
   search: { defaultLimit: 20, maxLimit: 50, maxQueryLength: 200 },
   /** Warn-only soft caps on properties and traits. */
   softCaps: { maxKeys: 300, maxValueBytes: 32 * 1024, maxDepth: 8 },
+  /**
+   * Hard cap (additive, not in the spec): an event nested deeper than this is
+   * refused alone (`processing_failed`). JSON encoders and PostgreSQL's jsonb
+   * recurse per level; 64 is eight times the soft cap and far past any real event.
+   */
+  maxNestingDepth: 64,
   /** A timestamp further than this in the future is clamped to the receive time. */
   futureTimestampToleranceMs: 5 * 60 * 1000,
   /** Retry-After on 503 and on the paused-ingestion 429. */

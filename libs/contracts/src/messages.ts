@@ -33,6 +33,12 @@ export const Messages = {
   /** Additive: plain HTTP reached a production listener. */
   httpsRequired: 'HTTPS is required: send requests to the https:// address of the API',
   methodNotAllowed: 'Method not allowed',
+  /** Additive: the HTTP parser refused the request before any route saw it (bytes no request line may hold). */
+  malformedRequest: 'Malformed HTTP request: check the request line and headers',
+  /** Additive: 431, the request line and headers together exceed 16 KiB. */
+  headersTooLarge: 'Request line and headers too large: at most 16 KiB together',
+  /** Additive: 408, the headers did not arrive in time. */
+  requestTimeout: 'Request timed out before its headers arrived',
   /** 403 for a valid key of the wrong type; names the type(s) the operation needs. */
   insufficientPermissions: (required: RequiredKeyType) =>
     `Insufficient permissions: this operation requires ${required === 'admin' ? 'an' : 'a'} ${required} key`,

@@ -1,10 +1,14 @@
-import Ajv, { type ValidateFunction } from 'ajv';
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Static, TSchema } from '@sinclair/typebox';
 
 const ajv = new Ajv({ allErrors: false, strict: false });
 addFormats(ajv);
 const compiled = new WeakMap<TSchema, ValidateFunction>();
+/** The same schemas, reporting every violation rather than the first (for choosing which to report). */
+const ajvAll = new Ajv({ allErrors: true, strict: false });
+addFormats(ajvAll);
+const compiledAll = new WeakMap<TSchema, ValidateFunction>();
 
 /** Compiles (once) and returns a validator for a contracts schema. */
 export function validatorFor<S extends TSchema>(schema: S): (value: unknown) => value is Static<S> {
@@ -22,4 +26,14 @@ export function firstSchemaError<S extends TSchema>(schema: S, value: unknown): 
   if (validate(value)) return undefined;
   const err = compiled.get(schema)?.errors?.[0];
   return err ? `${err.instancePath || '/'} ${err.message ?? 'is invalid'}` : 'is invalid';
+}
+
+/** Every schema violation of `value` (none when it is valid). */
+export function schemaErrors<S extends TSchema>(schema: S, value: unknown): ErrorObject[] {
+  let fn = compiledAll.get(schema);
+  if (!fn) {
+    fn = ajvAll.compile(schema);
+    compiledAll.set(schema, fn);
+  }
+  return fn(value) ? [] : [...(fn.errors ?? [])];
 }

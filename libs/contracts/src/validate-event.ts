@@ -1,12 +1,13 @@
-import { EVENT_TYPES, type EventType, type InboundEvent } from './events';
+import type { ErrorObject } from 'ajv';
+import { EVENT_TYPES, InboundEventSchema, type InboundEvent } from './events';
 import { isValidIdentifier } from './identifiers';
 import { Limits } from './limits';
 import { EventReasons } from './messages';
+import { schemaErrors } from './schema-validator';
+import { toStorable } from './storable';
+import { canonicalTimestamp } from './timestamps';
 
 export type EventCheck = { ok: true; event: InboundEvent } | { ok: false; reason: string };
-
-const ISO_8601 =
-  /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}(:?\d{2})?)?$/;
 
 /** A reason's echo of a sent value stays short, whatever the client sent. */
 const MAX_ECHO = 64;
@@ -16,73 +17,135 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 
 const absent = (v: unknown): boolean => v === undefined || v === null || v === '';
 
-/** True when `value` is an ISO 8601 date-time that names a real instant. */
-export function isIsoTimestamp(value: unknown): value is string {
-  // Year 0000 parses in JavaScript but names no instant PostgreSQL can store.
-  return typeof value === 'string' && ISO_8601.test(value) && !value.startsWith('0000') && !Number.isNaN(Date.parse(value));
-}
-
 /**
- * Validates one inbound event, returning the spec's per-event reason for the
- * first rule it breaks. The order of checks is the order of the spec's table,
- * so a client always sees the most basic problem first.
+ * Validates one inbound event against InboundEventSchema, the very schema
+ * the bus enforces on `events.raw`, so the gateway and the log cannot
+ * disagree about an event. ajv reports every rule the event breaks; the
+ * client is told the one that comes first in the spec's table of reasons.
+ * Three rules are code on top of the schema, and only ever stricter:
+ * identifier screening (the junk denylist), a timestamp that names a real
+ * instant, and the hard nesting cap.
+ *
+ * Before validating, the event is normalised (see normalise()): a field the
+ * event's type does not use is dropped when malformed rather than costing
+ * the event, and strings are made storable. A field that carries identity
+ * (anonymousId, userId, previousId, groupId of a group) is never coerced:
+ * guessing an identity would stitch or split profiles wrongly, so a
+ * malformed one rejects its event alone.
  */
 export function checkEvent(raw: unknown): EventCheck {
   if (!isObject(raw) || Object.keys(raw).length === 0) return fail(EventReasons.eventRequired);
+  const storable = toStorable(raw);
+  const event = normalise(storable.ok ? storable.value : raw);
 
-  const { type } = raw;
-  if (absent(type)) return fail(EventReasons.typeRequired);
-  if (typeof type !== 'string' || !(EVENT_TYPES as readonly string[]).includes(type)) {
-    return fail(EventReasons.invalidType(String(type).slice(0, MAX_ECHO)));
+  const problems: Problem[] = schemaErrors(InboundEventSchema, event).flatMap((e) => problemOf(e, event));
+  if (!storable.ok) problems.push(rank('processingFailed'));
+  if (typeof event.timestamp === 'string' && canonicalTimestamp(event.timestamp) === undefined) problems.push(rank('invalidTimestamp'));
+  for (const field of ['anonymousId', 'userId', 'previousId'] as const) {
+    // Only the denylist is left to check: the schema has seen to types and lengths.
+    if (typeof event[field] === 'string' && !isValidIdentifier(event[field])) problems.push(rank(INVALID_IDENTIFIER[field]));
   }
-  if (absent(raw.messageId) || typeof raw.messageId !== 'string') {
-    return fail(EventReasons.messageIdRequired);
-  }
-  if ([...raw.messageId].length > Limits.identifierMaxLength) {
-    return fail(EventReasons.invalidMessageId);
-  }
-  if (absent(raw.anonymousId)) return fail(EventReasons.anonymousIdRequired);
-  if (absent(raw.timestamp)) return fail(EventReasons.timestampRequired);
-  if (!isIsoTimestamp(raw.timestamp)) return fail(EventReasons.invalidTimestamp);
-
-  const requirement = typeRequirement(type as EventType, raw);
-  if (requirement) return fail(requirement);
-
-  if (!isValidIdentifier(raw.anonymousId)) return fail(EventReasons.invalidAnonymousId);
-  if (raw.userId != null && !isValidIdentifier(raw.userId)) return fail(EventReasons.invalidUserId);
-  if (raw.previousId != null && !isValidIdentifier(raw.previousId)) {
-    return fail(EventReasons.invalidPreviousId);
-  }
-
-  return { ok: true, event: normaliseObjects(raw) as InboundEvent };
+  if (problems.length === 0) return { ok: true, event: event as InboundEvent };
+  const first = problems.reduce((a, b) => (b.order < a.order ? b : a));
+  return fail(first.reason);
 }
 
-function typeRequirement(type: EventType, raw: Record<string, unknown>): string | undefined {
-  switch (type) {
-    case 'track':
-      if (absent(raw.event) || typeof raw.event !== 'string') return EventReasons.eventNameRequired;
-      if ([...raw.event].length > Limits.eventNameMaxLength) return EventReasons.eventNameTooLong;
-      return undefined;
-    case 'alias':
-      return absent(raw.userId) ? EventReasons.userIdRequiredForAlias : undefined;
-    case 'group':
-      return absent(raw.groupId) || typeof raw.groupId !== 'string'
-        ? EventReasons.groupIdRequiredForGroup
-        : undefined;
+/** The spec's per-event reasons in the order of its table: the first broken rule is the one reported. */
+const ORDER = [
+  'typeRequired',
+  'invalidType',
+  'messageIdRequired',
+  'invalidMessageId',
+  'anonymousIdRequired',
+  'timestampRequired',
+  'invalidTimestamp',
+  'eventNameRequired',
+  'eventNameTooLong',
+  'userIdRequiredForAlias',
+  'groupIdRequiredForGroup',
+  'invalidAnonymousId',
+  'invalidUserId',
+  'invalidPreviousId',
+  'processingFailed',
+] as const satisfies ReadonlyArray<keyof typeof EventReasons>;
+type ReasonName = (typeof ORDER)[number];
+
+interface Problem {
+  order: number;
+  reason: string;
+}
+
+const rank = (name: ReasonName, reason: string = EventReasons[name] as string): Problem => ({
+  order: ORDER.indexOf(name),
+  reason,
+});
+
+const INVALID_IDENTIFIER = {
+  anonymousId: 'invalidAnonymousId',
+  userId: 'invalidUserId',
+  previousId: 'invalidPreviousId',
+} as const satisfies Record<string, ReasonName>;
+
+/** The spec's reason for one schema violation, by the top-level field it concerns. */
+function problemOf(error: ErrorObject, event: Record<string, unknown>): Problem[] {
+  // `if` only says a `then` failed; the `then`'s own error names the field.
+  if (error.keyword === 'if') return [];
+  const field =
+    error.keyword === 'required'
+      ? String((error.params as { missingProperty?: unknown }).missingProperty)
+      : (error.instancePath.split('/')[1] ?? '');
+  const value = event[field];
+  switch (field) {
+    case 'type':
+      return [absent(value) ? rank('typeRequired') : rank('invalidType', EventReasons.invalidType(String(value).slice(0, MAX_ECHO)))];
+    case 'messageId':
+      return [typeof value === 'string' && value !== '' ? rank('invalidMessageId') : rank('messageIdRequired')];
+    case 'anonymousId':
+      return [absent(value) ? rank('anonymousIdRequired') : rank('invalidAnonymousId')];
+    case 'timestamp':
+      return [absent(value) ? rank('timestampRequired') : rank('invalidTimestamp')];
+    case 'event':
+      return [typeof value === 'string' && value !== '' ? rank('eventNameTooLong') : rank('eventNameRequired')];
+    case 'userId':
+      return [event.type === 'alias' && absent(value) ? rank('userIdRequiredForAlias') : rank('invalidUserId')];
+    case 'groupId':
+      return [rank('groupIdRequiredForGroup')];
+    case 'previousId':
+      return [rank('invalidPreviousId')];
     default:
-      return undefined;
+      return [rank('processingFailed')];
   }
 }
+
+const VALID_TYPES: ReadonlySet<unknown> = new Set(EVENT_TYPES);
+const isEventName = (v: unknown): boolean => typeof v === 'string' && v !== '' && [...v].length <= Limits.eventNameMaxLength;
 
 /**
- * properties, traits and context are free-form objects; a value of another
- * shape carries nothing usable, so it is dropped rather than failing the event.
+ * What is dropped or rewritten rather than costing the event (each case is
+ * in docs/architecture.md, "Per-event validation"):
+ * - properties, traits, context of another shape than an object carry
+ *   nothing usable: dropped;
+ * - `event` on a type other than track, and `groupId` on a type other than
+ *   group, are not used: dropped when malformed (a number, empty, too long);
+ * - a timestamp in another ISO 8601 spelling: rewritten in RFC 3339 (see
+ *   canonicalTimestamp).
+ * Returns the input itself when nothing changes.
  */
-function normaliseObjects(raw: Record<string, unknown>): Record<string, unknown> {
-  const out = { ...raw };
+function normalise(raw: Record<string, unknown>): Record<string, unknown> {
+  const drop: string[] = [];
   for (const key of ['properties', 'traits', 'context'] as const) {
-    if (key in out && !isObject(out[key])) delete out[key];
+    if (key in raw && !isObject(raw[key])) drop.push(key);
   }
+  if (VALID_TYPES.has(raw.type)) {
+    if (raw.type !== 'track' && 'event' in raw && !isEventName(raw.event)) drop.push('event');
+    if (raw.type !== 'group' && 'groupId' in raw && (typeof raw.groupId !== 'string' || raw.groupId === '')) drop.push('groupId');
+  }
+  const timestamp = canonicalTimestamp(raw.timestamp);
+  const retime = timestamp !== undefined && timestamp !== raw.timestamp;
+  if (drop.length === 0 && !retime) return raw;
+  const out = { ...raw };
+  for (const key of drop) delete out[key];
+  if (retime) out.timestamp = timestamp;
   return out;
 }
 

@@ -1,20 +1,21 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-/** docs/benchmarks.md, where each package's `npm run bench` writes its tables. */
-const BENCHMARKS_DOC = path.resolve(__dirname, '../../../docs/benchmarks.md');
+/** docs/, where `npm run bench` and `npm run fuzz` write their figures. */
+const DOCS = path.resolve(__dirname, '../../../docs');
 
 /**
  * Replaces what stands between `<!-- name:start -->` and `<!-- name:end -->`
- * in docs/benchmarks.md with `body`, keeping the rest (the prose written
- * around a table included); appends the section when the markers are missing.
+ * in docs/`file` with `body`, keeping the rest (the prose written around a
+ * table included); appends the section when the markers are missing.
  */
-export async function writeBenchmarkSection(name: string, body: string): Promise<void> {
+export async function writeDocSection(file: 'benchmarks.md' | 'fuzz.md', name: string, body: string): Promise<void> {
+  const doc = path.join(DOCS, file);
   const start = `<!-- ${name}:start -->`;
   const end = `<!-- ${name}:end -->`;
-  const doc = await readFile(BENCHMARKS_DOC, 'utf8').catch(() => '# Benchmarks\n');
-  const i = doc.indexOf(start);
-  const j = doc.indexOf(end);
-  const next = i >= 0 && j > i ? `${doc.slice(0, i + start.length)}\n${body}${doc.slice(j)}` : `${doc.trimEnd()}\n\n${start}\n${body}${end}\n`;
-  await writeFile(BENCHMARKS_DOC, next);
+  const text = await readFile(doc, 'utf8').catch(() => `# ${file.replace(/\.md$/, '')}\n`);
+  const i = text.indexOf(start);
+  const j = text.indexOf(end);
+  const next = i >= 0 && j > i ? `${text.slice(0, i + start.length)}\n${body}${text.slice(j)}` : `${text.trimEnd()}\n\n${start}\n${body}${end}\n`;
+  await writeFile(doc, next);
 }

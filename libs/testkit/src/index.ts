@@ -3,3 +3,5 @@ export * from './postgres';
 export * from './kafka';
 export * from './processes';
 export * from './logger';
+export * from './arbitraries';
+export * from './benchmarks-doc';

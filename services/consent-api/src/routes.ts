@@ -87,6 +87,10 @@ export function mountConsent(router: Router, deps: ConsentDeps): void {
 
 function subjectOf(req: Request): Subject {
   const one = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v : undefined);
+  // Nothing stored holds U+0000 (PostgreSQL text cannot): such a subject can only be a mistake.
+  if ([req.query.anonymous_id, req.query.user_id].some((v) => typeof v === 'string' && v.includes('\u0000'))) {
+    throw new HttpError(400, ConsentMessages.subjectHasNul);
+  }
   const subject: Subject = {};
   const anonymousId = one(req.query.anonymous_id);
   const userId = one(req.query.user_id);

@@ -12,7 +12,8 @@ import { UUID_PATTERN } from './ids';
  * undefined when there is no such profile in the organisation.
  */
 export async function resolveProfileId(db: Db, orgId: string, idOrCanonical: string): Promise<string | undefined> {
-  if (!UUID_PATTERN.test(orgId)) return undefined;
+  // PostgreSQL text cannot hold U+0000, so no profile's id can: none to find (and no query to fail).
+  if (!UUID_PATTERN.test(orgId) || idOrCanonical.includes('\u0000')) return undefined;
   const column = UUID_PATTERN.test(idOrCanonical) ? 'id' : 'canonical_id';
   let row = (await db('identity.profiles').where({ org_id: orgId, [column]: idOrCanonical }).first('id', 'merged_into')) as
     | { id: string; merged_into: string | null }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { BodyLimitHints, ErrorCodes, EventReasons, Messages, Topics, type RawEventEnvelope } from '@svc/contracts';
-import { BusUnavailableError, type OutgoingMessage, type ProduceResult } from '@svc/bus';
+import { BusUnavailableError, SchemaViolationError, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import {
   createApp,
   createLogger,
@@ -51,6 +51,9 @@ class Doubles {
   usageError: Error | undefined;
   produced: Array<OutgoingMessage<RawEventEnvelope>> = [];
   produceFailsAt = new Set<number>();
+  /** messageIds the bus refuses by throwing for the whole call, as its schema check and the Postgres log's one statement do. */
+  poison = new Set<string>();
+  produceCalls = 0;
   busDown = false;
 
   deps(): Omit<GatewayDeps, 'metrics' | 'logger'> {
@@ -76,6 +79,9 @@ class Doubles {
       bus: {
         produce: async <T>(_topic: unknown, messages: readonly OutgoingMessage<T>[]): Promise<ProduceResult[]> => {
           if (this.busDown) throw new BusUnavailableError('log unreachable');
+          this.produceCalls++;
+          const poisoned = messages.find((m) => this.poison.has((m.value as RawEventEnvelope).event.messageId));
+          if (poisoned) throw new SchemaViolationError(Topics.eventsRaw.name, '/event/groupId must be string');
           return messages.map((m, i) => {
             if (this.produceFailsAt.has(i)) return { ok: false, error: new Error('broker said no') };
             this.produced.push(m as OutgoingMessage<RawEventEnvelope>);
@@ -287,6 +293,22 @@ describe('POST /v1-batch: per-event outcomes', () => {
     doubles.produceFailsAt.add(1);
     const res = await post({ batch: [event(0), event(1), event(2)] });
     expect(res.body).toMatchObject({ success: false, processed: 2, failed: 1, errors: [`m-1: ${EventReasons.insertFailed}`] });
+  });
+
+  it('a call the log refuses as a whole costs only the event to blame: the others are produced alone and acknowledged', async () => {
+    doubles.poison.add('m-1');
+    const res = await post({ batch: [event(0), event(1), event(2)] });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: false, processed: 2, failed: 1, errors: [`m-1: ${EventReasons.insertFailed}`] });
+    expect(doubles.produced.map((m) => m.value.event.messageId)).toEqual(['m-0', 'm-2']);
+    expect(doubles.produceCalls).toBe(4);
+  });
+
+  it('a refused call of one event is that event failed, not a 500', async () => {
+    doubles.poison.add('m-0');
+    const res = await post({ batch: [event(0)] });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: false, processed: 0, failed: 1, errors: [`m-0: ${EventReasons.insertFailed}`] });
   });
 
   it('clamps a timestamp over 5 minutes in the future and keeps the original', async () => {

@@ -1,6 +1,6 @@
 import type { Router } from 'express';
-import { BodyLimitHints, EventReasons, Headers, Limits, Messages, type TopicSpec } from '@svc/contracts';
-import { BusUnavailableError, type Bus } from '@svc/bus';
+import { BodyLimitHints, EventReasons, Headers, Limits, Messages, type RawEventEnvelope, type TopicSpec } from '@svc/contracts';
+import { BusUnavailableError, type Bus, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import {
   HttpError,
   KeyRequirements,
@@ -83,8 +83,8 @@ export function mountBatchRoute(router: Router, deps: GatewayDeps): void {
       let results;
       try {
         // No Kafka headers: the envelope carries the request id, and kafkajs spends a buffer of its own on each header.
-        results = await deps.bus.produce(
-          deps.rawTopic,
+        results = await produceEachAlone(
+          deps,
           prepared.events.map((e) => ({ key: `${key.orgId}:${e.envelope.event.anonymousId}`, value: e.envelope })),
         );
       } catch (err) {
@@ -117,6 +117,43 @@ export function mountBatchRoute(router: Router, deps: GatewayDeps): void {
     );
   });
   router.all('/v1-batch', methodNotAllowed(['POST']));
+}
+
+/**
+ * Produces a request's events, and makes every refusal a refusal of one
+ * event. The bus reports per message, but some refusals cover more than the
+ * message to blame: its schema check refuses the whole call, the Postgres
+ * log stores a call in one statement (all or nothing), a Kafka request fails
+ * as one. So when two or more events are refused for any reason but the log
+ * being unreachable, each is produced again on its own, one after the
+ * other, and only an event refused alone is reported failed. Rare, so the
+ * extra round trips cost nothing in the common case.
+ */
+async function produceEachAlone(
+  deps: GatewayDeps,
+  messages: ReadonlyArray<OutgoingMessage<RawEventEnvelope>>,
+): Promise<ProduceResult[]> {
+  let results: ProduceResult[];
+  try {
+    results = await deps.bus.produce(deps.rawTopic, messages);
+  } catch (err) {
+    if (err instanceof BusUnavailableError) throw err;
+    const error = err instanceof Error ? err : new Error(String(err));
+    results = messages.map(() => ({ ok: false, error }));
+  }
+  const refused = results.flatMap((r, i) => (r.ok ? [] : [i]));
+  if (refused.length < 2) return results;
+  deps.logger.warn({ err: (results[refused[0]!] as { error: Error }).error, refused: refused.length }, 'gateway: the log refused several events at once; producing each alone');
+  for (const i of refused) {
+    try {
+      results[i] = (await deps.bus.produce(deps.rawTopic, [messages[i]!]))[0] ?? results[i]!;
+    } catch (err) {
+      // Unreachable now: what is left stays refused (the client retries it; messageId makes that safe).
+      if (err instanceof BusUnavailableError) break;
+      results[i] = { ok: false, error: err instanceof Error ? err : new Error(String(err)) };
+    }
+  }
+  return results;
 }
 
 function record(

@@ -1,6 +1,5 @@
 import { Limits, checkEvent, type RawEventEnvelope } from '@svc/contracts';
 import { screenContext } from './context';
-import { withoutNulChars } from './nul-chars';
 import { softCapBreaches, type SoftCapBreach } from './soft-caps';
 
 export interface RequestFacts {
@@ -52,7 +51,7 @@ export function prepareEvents(batch: readonly unknown[], facts: RequestFacts): P
       out.failures.push({ index, label: labelOf(raw, index), reason: checked.reason });
       return;
     }
-    const valid = withoutNulChars(checked.event);
+    const valid = checked.event;
     const event = { ...valid, context: screenContext(valid.context, facts.clientIp) };
     let originalTimestamp: string | undefined;
     if (Date.parse(event.timestamp) > latestAllowed) {

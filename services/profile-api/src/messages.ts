@@ -38,6 +38,8 @@ export const ProfileMessages = {
   invalidEventName: `Invalid event_name: expected at most ${ProfileLimits.maxEventNameLength} characters`,
   /** A query parameter given more than once (`?limit=1&limit=2`). */
   repeatedParameter: (name: string) => `Invalid ${name}: give it at most once`,
+  /** A query parameter holding U+0000 (`%00`), which no stored value can. */
+  nulInParameter: (name: string) => `Invalid ${name}: U+0000 is not allowed`,
   searchTooLong: `Search query too long: maximum ${Limits.search.maxQueryLength} characters`,
   searchParameterConflict: 'Only one search parameter is allowed: q, email, user_id, or anonymous_id',
   mergeIntoItself: 'Cannot merge a profile into itself',

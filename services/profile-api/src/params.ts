@@ -43,6 +43,8 @@ export function single(query: Query, name: string): string | undefined {
   const raw = query[name];
   if (raw === undefined) return undefined;
   if (typeof raw !== 'string') throw new HttpError(400, ProfileMessages.repeatedParameter(name));
+  // Nothing stored holds U+0000 (PostgreSQL text cannot), so no value with one can match: say so rather than ask.
+  if (raw.includes('\u0000')) throw new HttpError(400, ProfileMessages.nulInParameter(name));
   return raw;
 }
 

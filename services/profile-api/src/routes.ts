@@ -1,5 +1,5 @@
 import { Router, type ErrorRequestHandler, type Request } from 'express';
-import { BodyLimitHints, Limits, Messages } from '@svc/contracts';
+import { BodyLimitHints, Limits, Messages, toStorable } from '@svc/contracts';
 import { classifyFailure } from '@svc/identity-resolver';
 import {
   HttpError,
@@ -218,5 +218,7 @@ export function checkMergeBody(body: unknown): MergeBody {
   if (reason !== undefined && reason !== null && (typeof reason !== 'string' || reason.length > ProfileLimits.maxReasonLength)) {
     throw new HttpError(400, ProfileMessages.mergeReasonInvalid);
   }
-  return { source, target, reason: typeof reason === 'string' && reason !== '' ? reason : null };
+  // The reason is stored as text: without U+0000 or lone surrogates, which PostgreSQL refuses.
+  const stored = typeof reason === 'string' ? toStorable(reason) : undefined;
+  return { source, target, reason: stored?.ok && stored.value !== '' ? stored.value : null };
 }

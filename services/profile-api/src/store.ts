@@ -214,6 +214,9 @@ function liveTarget(orgId: string, ref: string): { sql: string; params: Bind[] }
   };
 }
 
+/** Whether `ref` could be a profile UUID or canonical_id at all (PostgreSQL text holds no U+0000): if not, there is nothing to look up. */
+const canNameAProfile = (ref: string): boolean => ref !== '' && ref.length <= ProfileLimits.maxIdLength && !ref.includes('\u0000');
+
 export class ProfileStore {
   constructor(private readonly db: Db) {}
 
@@ -222,7 +225,7 @@ export class ProfileStore {
    * organisation, following merges to the survivor; undefined when none.
    */
   async resolve(orgId: string, idOrCanonical: string): Promise<string | undefined> {
-    if (idOrCanonical === '' || idOrCanonical.length > ProfileLimits.maxIdLength) return undefined;
+    if (!canNameAProfile(idOrCanonical)) return undefined;
     return resolveProfileId(this.db, orgId, idOrCanonical);
   }
 
@@ -232,7 +235,7 @@ export class ProfileStore {
    * names, if any (a merged_into chain; never expected, but never wrong).
    */
   private async onLive<T>(orgId: string, ref: string, read: (ref: string) => Promise<T | undefined>): Promise<T | undefined> {
-    if (ref === '' || ref.length > ProfileLimits.maxIdLength) return undefined;
+    if (!canNameAProfile(ref)) return undefined;
     const found = await read(ref);
     if (found !== undefined) return found;
     const survivor = await resolveProfileId(this.db, orgId, ref);

@@ -23,8 +23,7 @@ export const CORS_MAX_AGE_SECONDS = 86_400;
  */
 export function cors(): RequestHandler {
   return (req, res, next) => {
-    res.setHeader('Access-Control-Allow-Origin', '*');
-    res.setHeader('Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS);
+    // Allow-Origin and Expose-Headers are among the common headers, set before this runs.
     if (req.method !== 'OPTIONS') {
       next();
       return;

@@ -1,10 +1,13 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
+import http, { STATUS_CODES } from 'node:http';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Messages } from '@svc/contracts';
+import { COMMON_HEADERS } from './common-headers';
 import { startHttpServer } from './start-http-server';
 
 /** A tiny app: `/slow` answers when the test says so, anything else at once. */
@@ -155,5 +158,36 @@ describe('startHttpServer with TLS', () => {
     } finally {
       await running.close();
     }
+  });
+});
+
+describe('startHttpServer: requests the HTTP parser refuses still get the envelope and the common headers', () => {
+  let server: Awaited<ReturnType<typeof startHttpServer>>;
+  beforeAll(async () => {
+    server = await startHttpServer(slowApp().app, { host: '127.0.0.1', port: 0 });
+  });
+  afterAll(() => server.close());
+
+  /** Writes bytes no HTTP client would, and reads until the server closes. */
+  const raw = (bytes: Buffer): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      const socket = connect({ host: '127.0.0.1', port: server.port }, () => socket.end(bytes));
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    });
+
+  it.each([
+    ['a request line over 16 KiB', Buffer.from(`GET /${'s'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`), 431, Messages.headersTooLarge],
+    ['a control byte in the request line', Buffer.concat([Buffer.from('GET /a'), Buffer.from([0x01]), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]), 400, Messages.malformedRequest],
+    ['no HTTP at all', Buffer.from('\x16\x03\x01 hello\r\n\r\n'), 400, Messages.malformedRequest],
+  ])('%s', async (_name, bytes, status, message) => {
+    const answer = await raw(bytes);
+    const [head = '', body] = answer.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${STATUS_CODES[status]}`);
+    expect(JSON.parse(body ?? '')).toEqual({ success: false, error: message });
+    expect(head).toMatch(/\r\nX-Request-ID: [0-9a-f-]{36}\r\n/);
+    for (const [name, value] of Object.entries(COMMON_HEADERS)) expect(head).toContain(`\r\n${name}: ${value}`);
   });
 });

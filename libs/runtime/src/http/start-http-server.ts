@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { answerClientError } from './client-error';
 
 export interface HttpTimeouts {
   /** Time to receive a request's headers (slowloris guard). Default 20 s. */
@@ -53,6 +54,7 @@ export async function startHttpServer(
     ? https.createServer({ ...serverOptions, cert: options.tls.cert, key: options.tls.key }, app)
     : http.createServer(serverOptions, app);
   server.keepAliveTimeout = options.timeouts?.keepAliveMs ?? 65_000;
+  server.on('clientError', answerClientError);
 
   let closing: Promise<void> | undefined;
   // Runs before the app: once draining, responses tell keep-alive clients to

@@ -17,7 +17,7 @@ import {
   type Db,
 } from '@svc/runtime';
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
-import { writeBenchmarkSection } from '@svc/testkit/dist/benchmarks-doc';
+import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { cpuSeconds, machineSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
 import { batchBody, runLoad, type LoadResult } from './load';
 
@@ -82,7 +82,7 @@ async function main(): Promise<void> {
       }
     }
     const stamp = `_Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` (services/ingest-gateway), ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB; ${STEP_MS / 1000} s per step._\n\n`;
-    if (knobs.BENCH_WRITE_DOC) await writeBenchmarkSection('gateway-bench', stamp + sections.join('\n'));
+    if (knobs.BENCH_WRITE_DOC) await writeDocSection('benchmarks.md', 'gateway-bench', stamp + sections.join('\n'));
     console.log(sections.join('\n'));
   } finally {
     await db.destroy();

@@ -19,7 +19,7 @@ import {
   startEmbeddedPostgres,
   type Db,
 } from '@svc/runtime';
-import { writeBenchmarkSection } from '@svc/testkit/dist/benchmarks-doc';
+import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { CursorCodec } from '../cursor';
 import { profileApiMigrations } from '../migrations';
 import { mountProfileApi } from '../routes-setup';
@@ -133,7 +133,7 @@ async function main(): Promise<void> {
     const load = [loadBefore, os.loadavg()[0]!] as const;
     const section = table(results, seedSeconds, (Date.now() - started) / 1000, load);
     console.log(section);
-    await writeBenchmarkSection('profile-bench', section);
+    await writeDocSection('benchmarks.md', 'profile-bench', section);
     const missed = results.filter((r) => r.floor !== undefined && (r.p99 >= r.floor || r.failures > 0));
     if (missed.length > 0) {
       log(`floor missed: ${missed.map((r) => r.name).join(', ')}`);

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { profileIdsFor } from '@svc/identity-resolver';
 import { AccountsStore, createDb, ensureDatabase, env, freePort, loadConfigOrExit, runMigrations, startEmbeddedPostgres, type Db } from '@svc/runtime';
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
-import { writeBenchmarkSection } from '@svc/testkit/dist/benchmarks-doc';
+import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { startLocalKafka, startLocalRegistry, type LocalProcess } from '@svc/testkit/dist/local-infra';
 import { cpuSeconds, machineSeconds, stopAll, waitReady, type MachineSeconds } from '@svc/testkit/dist/processes';
 import { allMigrations } from '../migrations';
@@ -179,7 +179,7 @@ async function main(): Promise<void> {
     }
     const section = render(results, (Date.now() - started) / 1000);
     console.log(section);
-    if (knobs.BENCH_WRITE_DOC) await writeBenchmarkSection('pipeline-bench', section);
+    if (knobs.BENCH_WRITE_DOC) await writeDocSection('benchmarks.md', 'pipeline-bench', section);
     if (results.some((r) => !meetsFloor(r))) process.exitCode = 1;
   } finally {
     await pg.stop();
