@@ -29,9 +29,12 @@ const repairString = (s: string): string => s.replaceAll('\u0000', '').toWellFor
 /** One iterative walk (no recursion, so no stack to overflow, whatever the input). */
 function inspect(root: unknown): 'clean' | 'repair' | 'too_deep' {
   let verdict: 'clean' | 'repair' = 'clean';
-  const stack: Array<[unknown, number]> = [[root, 0]];
-  for (let next = stack.pop(); next; next = stack.pop()) {
-    const [value, depth] = next;
+  // Two parallel stacks (values and their depths) rather than one of pairs: no allocation per node.
+  const values: unknown[] = [root];
+  const depths: number[] = [0];
+  while (values.length > 0) {
+    const value = values.pop();
+    const depth = depths.pop() as number;
     if (typeof value === 'string') {
       if (verdict === 'clean' && needsRepair(value)) verdict = 'repair';
       continue;
@@ -39,14 +42,18 @@ function inspect(root: unknown): 'clean' | 'repair' | 'too_deep' {
     if (typeof value !== 'object' || value === null) continue;
     if (depth >= Limits.maxNestingDepth) return 'too_deep';
     if (Array.isArray(value)) {
-      for (const item of value as unknown[]) stack.push([item, depth + 1]);
+      for (const item of value as unknown[]) {
+        values.push(item);
+        depths.push(depth + 1);
+      }
       continue;
     }
     // A parsed JSON object: own, enumerable keys only (its prototype has none).
     const record = value as Record<string, unknown>;
     for (const key in record) {
       if (verdict === 'clean' && needsRepair(key)) verdict = 'repair';
-      stack.push([record[key], depth + 1]);
+      values.push(record[key]);
+      depths.push(depth + 1);
     }
   }
   return verdict;

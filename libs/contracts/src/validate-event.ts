@@ -36,11 +36,11 @@ const absent = (v: unknown): boolean => v === undefined || v === null || v === '
 export function checkEvent(raw: unknown): EventCheck {
   if (!isObject(raw) || Object.keys(raw).length === 0) return fail(EventReasons.eventRequired);
   const storable = toStorable(raw);
-  const event = normalise(storable.ok ? storable.value : raw);
+  const { event, timestampIsInstant } = normalise(storable.ok ? storable.value : raw);
 
   const problems: Problem[] = schemaErrors(InboundEventSchema, event).flatMap((e) => problemOf(e, event));
   if (!storable.ok) problems.push(rank('processingFailed'));
-  if (typeof event.timestamp === 'string' && canonicalTimestamp(event.timestamp) === undefined) problems.push(rank('invalidTimestamp'));
+  if (!timestampIsInstant) problems.push(rank('invalidTimestamp'));
   for (const field of ['anonymousId', 'userId', 'previousId'] as const) {
     // Only the denylist is left to check: the schema has seen to types and lengths.
     if (typeof event[field] === 'string' && !isValidIdentifier(event[field])) problems.push(rank(INVALID_IDENTIFIER[field]));
@@ -129,9 +129,10 @@ const isEventName = (v: unknown): boolean => typeof v === 'string' && v !== '' &
  *   group, are not used: dropped when malformed (a number, empty, too long);
  * - a timestamp in another ISO 8601 spelling: rewritten in RFC 3339 (see
  *   canonicalTimestamp).
- * Returns the input itself when nothing changes.
+ * Returns the input itself when nothing changes, and whether a timestamp
+ * sent as text names a real instant.
  */
-function normalise(raw: Record<string, unknown>): Record<string, unknown> {
+function normalise(raw: Record<string, unknown>): { event: Record<string, unknown>; timestampIsInstant: boolean } {
   const drop: string[] = [];
   for (const key of ['properties', 'traits', 'context'] as const) {
     if (key in raw && !isObject(raw[key])) drop.push(key);
@@ -141,12 +142,14 @@ function normalise(raw: Record<string, unknown>): Record<string, unknown> {
     if (raw.type !== 'group' && 'groupId' in raw && (typeof raw.groupId !== 'string' || raw.groupId === '')) drop.push('groupId');
   }
   const timestamp = canonicalTimestamp(raw.timestamp);
+  // A timestamp of the wrong type or empty is the schema's to report (as missing or invalid).
+  const timestampIsInstant = timestamp !== undefined || typeof raw.timestamp !== 'string' || raw.timestamp === '';
   const retime = timestamp !== undefined && timestamp !== raw.timestamp;
-  if (drop.length === 0 && !retime) return raw;
+  if (drop.length === 0 && !retime) return { event: raw, timestampIsInstant };
   const out = { ...raw };
   for (const key of drop) delete out[key];
   if (retime) out.timestamp = timestamp;
-  return out;
+  return { event: out, timestampIsInstant };
 }
 
 const fail = (reason: string): EventCheck => ({ ok: false, reason });

@@ -56,7 +56,7 @@ async function main(): Promise<void> {
       config,
       logger,
       metrics,
-      readiness: readinessFromChecks({ database: () => db.raw('select 1') }, { logger }),
+      readiness: readinessFromChecks({ database: () => db.raw('select 1'), resolving: resolver.stalls.readinessCheck }, { logger }),
       mount: () => {},
     });
     lifecycle.registerFirst('http', () => http.close());

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, deadLetterTopicFor, type IncomingMessage } from '@svc/bus';
 import type { RawEventEnvelope } from '@svc/contracts';
-import { AccountsStore } from '@svc/runtime';
+import { AccountsStore, DEGRADED } from '@svc/runtime';
 import { describeWithPostgres } from '@svc/testkit';
 import { resolveProfileId } from './profiles';
 import { createResolverHandler } from './resolver';
@@ -376,5 +376,55 @@ describeWithPostgres('identity resolver on PostgreSQL and the Postgres-backed lo
       expect(await new AccountsStore(h.db).monthlyUsage(org, new Date())).toBe(2);
       await h.ingest([h.envelope(org, { type: 'page', anonymousId: 'p1', timestamp: minutesAgo(1) })]);
     });
+  });
+});
+
+describeWithPostgres('identity resolver: only an event proven bad is dead-lettered', () => {
+  const h = new Harness();
+  let dlq: Array<IncomingMessage<Record<string, unknown>>>;
+  /** A stand-in for a bug of the resolver's own: the connector look-up throws while `broken` is set. */
+  let broken = true;
+  let resolver: Awaited<ReturnType<Harness['startResolver']>>;
+
+  beforeAll(async () => {
+    await h.setUp();
+    resolver = await h.startResolver({
+      batch: {
+        conversionNames: async () => {
+          if (broken) throw new TypeError("Cannot read properties of undefined (reading 'names')");
+          return null;
+        },
+      },
+    });
+    dlq = await h.collect(deadLetterTopicFor(h.topics.eventsRaw));
+  });
+  afterAll(() => h.tearDown());
+
+  it('a failure of its own dead-letters nothing: retried after the back-off, counted, readiness degraded; stored once fixed', async () => {
+    const org = await h.org();
+    const events = [1, 2, 3].map((n) => h.envelope(org, { type: 'page', anonymousId: `bug-${n}`, timestamp: minutesAgo(n) }));
+    await h.produce(events);
+    await h.waitFor('a batch handed back unproven', async () => ((await resolver.metrics.batchFailures.get()).values.find((v) => v.labels.kind === 'unproven')?.value ?? 0) > 0);
+    expect(resolver.stalls.stalled).toBeGreaterThan(0);
+    expect(await resolver.stalls.readinessCheck()).toBe(DEGRADED);
+    expect(dlq).toEqual([]);
+
+    broken = false;
+    await h.waitForStored(org, events.map((e) => e.event.messageId));
+    expect(dlq).toEqual([]);
+    expect(await resolver.stalls.readinessCheck()).toBe('ok');
+  });
+
+  it('a lone poison event is dead-lettered at once: a minimal event of its organisation passes, so the event is to blame', async () => {
+    broken = false;
+    const org = await h.org();
+    // Valid for the schema, but no PostgreSQL timestamp: it can never be stored.
+    const poison = h.envelope(org, { type: 'page', anonymousId: 'lone', timestamp: '0000-01-01T00:00:00Z' });
+    await h.produce([poison]);
+    await h.waitFor('the dead-lettered event', () => dlq.some((m) => (m.value as RawEventEnvelope).event.messageId === poison.event.messageId));
+    expect(resolver.stalls.stalled).toBe(0);
+    // The probe left nothing behind.
+    expect(await h.count('select count(*) as n from identity.events where org_id = ?', [org])).toBe(0);
+    expect(await h.count('select count(*) as n from identity.profiles where org_id = ?', [org])).toBe(0);
   });
 });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   DLQ_REASON_HEADER,
   DLQ_SOURCE_HEADER,
@@ -8,7 +9,7 @@ import {
   type MessageBatch,
 } from '@svc/bus';
 import type { RawEventEnvelope, TopicSpec } from '@svc/contracts';
-import type { Db, Logger } from '@svc/runtime';
+import { DEGRADED, type Db, type Logger } from '@svc/runtime';
 import type { ResolverMetrics } from './metrics';
 import type { OutputTopics } from './outbox';
 import { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
@@ -31,7 +32,48 @@ export interface ResolverDeps {
   poisonAttempts?: number;
   /** Called after each committed transaction (the outbox relay's wake-up). */
   onCommitted?: () => void;
+  /** Where batches failing without proof of bad data are counted (readiness reads it); one per process. */
+  stalls?: StallWatch;
 }
+
+/** A batch failed on events that were not proven bad: handed back to the bus, retried after its back-off, never dead-lettered. */
+export class UnprovenFailureError extends Error {
+  constructor(events: number, options: { cause: unknown }) {
+    super(`${events} event(s) failed alone, and so did a minimal event of their organisation: the fault may be the resolver's own; retrying, not dead-lettering`, options);
+    this.name = 'UnprovenFailureError';
+  }
+}
+
+/**
+ * Events failing without proof that their data is to blame (see the
+ * handler): retried after the bus's back-off, never dead-lettered, and
+ * reported by readiness until they pass or are proven bad.
+ */
+export class StallWatch {
+  private readonly failing = new Set<string>();
+
+  stalledOn(key: string): void {
+    this.failing.add(key);
+  }
+
+  /** `key` is no longer failing: stored, or dead-lettered after proof. */
+  settled(key: string): void {
+    this.failing.delete(key);
+  }
+
+  /** Events currently failing without proof. */
+  get stalled(): number {
+    return this.failing.size;
+  }
+
+  /** The `resolving` readiness check: degraded while any event fails without proof. */
+  readonly readinessCheck = async (): Promise<string> => (this.stalled > 0 ? DEGRADED : 'ok');
+}
+
+const keyOf = (m: IncomingMessage): string => `${m.topic}/${m.partition}/${m.offset}`;
+
+/** Thrown to roll the probe's transaction back once it has passed. */
+const ROLLBACK = Symbol('rollback the probe');
 
 const chunk = <T>(items: readonly T[], size: number): T[][] =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
@@ -55,15 +97,20 @@ export function deadLetterReason(err: unknown): string {
  *
  * - The database unavailable (or conflicts that do not go away): throws, so
  *   the bus keeps the batch uncommitted and delivers it again after a back-off.
- * - Any other failure is about the data: the batch is run again one event per
- *   transaction; an event that keeps failing alone is produced to the raw
- *   topic's dead-letter topic with `x-dlq-reason`, and the rest go on, so one
- *   poison event never blocks its partition.
+ * - Any other failure may be about the data: the batch is run again one event
+ *   per transaction. An event that keeps failing alone is dead-lettered (the
+ *   raw topic's dead-letter topic, with `x-dlq-reason`) only when proven bad:
+ *   a batch-mate passed, or a minimal event of its organisation passes (a
+ *   probe, rolled back). So one poison event never blocks its partition; one
+ *   not proven bad fails the batch (UnprovenFailureError), which the bus
+ *   delivers again after its back-off: a bug of the resolver's own costs
+ *   time, counted and shown in readiness, never an event.
  */
 export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEventEnvelope> {
   const perTransaction = deps.maxEventsPerTransaction ?? 200;
   const poisonAttempts = deps.poisonAttempts ?? 3;
   const deadLetterTopic = deadLetterTopicFor(deps.topics.eventsRaw);
+  const stalls = deps.stalls ?? new StallWatch();
 
   const run = async (messages: ReadonlyArray<IncomingMessage<RawEventEnvelope>>): Promise<BatchOutcome> => {
     const started = process.hrtime.bigint();
@@ -74,6 +121,7 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
         deps.logger.debug({ attempt, err }, 'resolver: transaction conflicted; running it again');
       },
     });
+    if (stalls.stalled > 0) for (const m of messages) stalls.settled(keyOf(m));
     deps.onCommitted?.();
     if (outcome.invalidEngagementRules.length > 0) {
       deps.logger.warn({ orgIds: outcome.invalidEngagementRules }, 'resolver: stored engagement rules fail the check; their events scored no points (svcctl rules set fixes them)');
@@ -103,6 +151,33 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
     deps.logger.error({ topic: m.topic, partition: m.partition, offset: m.offset, reason }, 'resolver: dead-lettered a poison event');
   };
 
+  /**
+   * Whether the code path works for this organisation right now: a minimal page event resolved in a
+   * transaction that is then rolled back (nothing of it stays). A failure of its own says nothing about the
+   * event in hand; a failure of any other kind is the database's, and is left to the bus's back-off.
+   */
+  const probe = async (orgId: string): Promise<boolean> => {
+    const envelope: RawEventEnvelope = {
+      v: 1,
+      orgId,
+      receivedAt: new Date().toISOString(),
+      requestId: 'resolver-probe',
+      clientIp: '127.0.0.1',
+      event: { type: 'page', messageId: `probe-${randomUUID()}`, anonymousId: `probe-${randomUUID()}`, timestamp: new Date().toISOString() },
+    };
+    try {
+      await deps.db.transaction(async (trx) => {
+        await processBatch(trx, [envelope], deps.batch);
+        throw ROLLBACK;
+      });
+    } catch (err) {
+      if (err === ROLLBACK) return true;
+      if (classifyFailure(err) === 'data') return false;
+      throw err;
+    }
+    return false;
+  };
+
   const handle = async (messages: ReadonlyArray<IncomingMessage<RawEventEnvelope>>): Promise<void> => {
     try {
       await run(messages);
@@ -113,19 +188,41 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
       if (kind !== 'data') throw err;
       deps.logger.warn({ err, events: messages.length }, 'resolver: batch failed on its data; isolating the failing event');
     }
+    const failedAlone: Array<[IncomingMessage<RawEventEnvelope>, unknown]> = [];
+    let batchMatePassed = false;
     for (const m of messages) {
       let failure: unknown;
       for (let attempt = 1; attempt <= poisonAttempts; attempt++) {
         try {
           await run([m]);
           failure = undefined;
+          batchMatePassed = true;
           break;
         } catch (err) {
           if (classifyFailure(err) !== 'data') throw err;
           failure = err;
         }
       }
-      if (failure !== undefined) await deadLetter(m, failure);
+      if (failure !== undefined) failedAlone.push([m, failure]);
+    }
+    // Proof that the event is to blame: a batch-mate passed in its isolation, or else a minimal event of
+    // the same organisation passes (in a transaction rolled back). Without it the failure may be our own.
+    const orgsProbed = new Map<string, Promise<boolean>>();
+    const probePasses = (orgId: string) => orgsProbed.get(orgId) ?? orgsProbed.set(orgId, probe(orgId)).get(orgId)!;
+    const unproven: typeof failedAlone = [];
+    for (const failed of failedAlone) {
+      const [m] = failed;
+      if (!batchMatePassed && !(await probePasses(m.value.orgId))) unproven.push(failed);
+    }
+    if (unproven.length > 0) {
+      for (const [m] of unproven) stalls.stalledOn(keyOf(m));
+      deps.metrics?.batchFailures.inc({ kind: 'unproven' });
+      deps.logger.error({ err: unproven[0]![1], events: unproven.length }, 'resolver: events fail alone with nothing proving them bad; retrying after the bus back-off instead of dead-lettering');
+      throw new UnprovenFailureError(unproven.length, { cause: unproven[0]![1] });
+    }
+    for (const [m, failure] of failedAlone) {
+      await deadLetter(m, failure);
+      stalls.settled(keyOf(m));
     }
   };
 

@@ -3,7 +3,7 @@ import type { Db, Logger } from '@svc/runtime';
 import type { ResolverMetrics } from './metrics';
 import { OutboxRelay } from './outbox';
 import type { BatchOptions } from './process-batch';
-import { createResolverHandler, type ResolverTopics } from './resolver';
+import { StallWatch, createResolverHandler, type ResolverTopics } from './resolver';
 
 /** Connections one consumer-group member uses at once: its transaction, and its conversion-name look-ups beside it. */
 const CONNECTIONS_PER_CONSUMER = 2;
@@ -44,6 +44,8 @@ export interface StartResolverOptions {
 
 export interface RunningResolver {
   relay: OutboxRelay;
+  /** Events failing without proof of bad data (retried, never dead-lettered); readiness reports them. */
+  stalls: StallWatch;
   /** Finishes the batch in hand and commits it, leaves the group, then drains the outbox once more. */
   stop(): Promise<void>;
 }
@@ -68,6 +70,7 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
   });
   relay.start();
   const maxBatchSize = o.maxBatchSize ?? 200;
+  const stalls = new StallWatch();
   const handler = createResolverHandler({
     db: o.db,
     bus: o.bus,
@@ -79,6 +82,7 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     ...(o.transactionAttempts === undefined ? {} : { transactionAttempts: o.transactionAttempts }),
     ...(o.poisonAttempts === undefined ? {} : { poisonAttempts: o.poisonAttempts }),
     onCommitted: () => relay.wake(),
+    stalls,
   });
   const consumers = o.consumers ?? 1;
   if (!Number.isInteger(consumers) || consumers < 1) throw new RangeError(`startResolver: invalid consumers ${consumers}`);
@@ -103,5 +107,5 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     await stopAll();
     throw failed.reason;
   }
-  return { relay, stop: stopAll };
+  return { relay, stalls, stop: stopAll };
 }

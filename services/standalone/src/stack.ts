@@ -87,7 +87,7 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
       config,
       logger,
       metrics,
-      readiness: readinessFromChecks({ database: () => db.raw('select 1') }, { logger }),
+      readiness: readinessFromChecks({ database: () => db.raw('select 1'), resolving: resolver.stalls.readinessCheck }, { logger }),
       mount(router) {
         mountGateway(router, {
           db,

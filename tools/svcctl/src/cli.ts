@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import { AccountsStore, KEY_TYPES, PLAN_STATES, runMigrations, type KeyType, type PlanState } from '@svc/runtime';
-import { UsageError, integer, list, oneOf, type CliContext, type Command, type Values } from './command';
+import { UsageError, Verbatim, integer, list, oneOf, type CliContext, type Command, type Values } from './command';
 import { connectorCommands } from './commands/connectors';
+import { dlqCommands } from './commands/dlq';
 import { replayCommands } from './commands/replay';
 import { ruleCommands } from './commands/rules';
 
@@ -11,6 +12,7 @@ const COMMANDS: Record<string, Command> = {
   ...connectorCommands,
   ...ruleCommands,
   ...replayCommands,
+  ...dlqCommands,
   migrate: {
     usage: 'migrate',
     flags: {},
@@ -116,6 +118,7 @@ const store = (ctx: CliContext) => new AccountsStore(ctx.db);
 
 /** The CLI speaks the HTTP API's snake_case, whatever the domain objects use. */
 export function snakeCaseKeys(value: unknown): unknown {
+  if (value instanceof Verbatim) return value;
   if (Array.isArray(value)) return value.map(snakeCaseKeys);
   if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(

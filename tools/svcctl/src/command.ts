@@ -16,6 +16,14 @@ export interface CliContext {
   defaultPhoneCountryCode: string;
 }
 
+/** A part of a result printed exactly as it is (a stored payload), not snake_cased like the rest. */
+export class Verbatim {
+  constructor(readonly value: unknown) {}
+  toJSON(): unknown {
+    return this.value;
+  }
+}
+
 /** Wrong words on the command line: exit code 2, nothing written. */
 export class UsageError extends Error {}
 

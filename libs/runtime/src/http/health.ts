@@ -3,9 +3,13 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../logging';
 import { sendJson } from './json-response';
 
-export type CheckStatus = 'ok' | 'fail';
+/** `degraded`: working, but something needs an operator's eye (ready all the same: taking it out of rotation would not help). */
+export type CheckStatus = 'ok' | 'degraded' | 'fail';
 
-/** Outcome of each named dependency check; ready only when every check is `ok`. */
+/** What a check resolves to when it is degraded rather than ok. */
+export const DEGRADED = 'degraded';
+
+/** Outcome of each named dependency check; ready unless a check is `fail`. */
 export interface ReadinessReport {
   checks: Record<string, CheckStatus>;
 }
@@ -42,7 +46,7 @@ export function healthRoutes(options: HealthRoutesOptions): Router {
     let ready = false;
     try {
       checks = (await withTimeout(options.readiness(), timeoutMs)).checks;
-      ready = Object.values(checks).every((status) => status === 'ok');
+      ready = Object.values(checks).every((status) => status !== 'fail');
     } catch (err) {
       (res.locals.log ?? options.logger).warn({ err }, 'readiness probe failed');
     }
@@ -56,8 +60,8 @@ export function healthRoutes(options: HealthRoutesOptions): Router {
 }
 
 /**
- * Builds a ReadinessProbe from named checks: each resolves (ok) or rejects (fail)
- * and runs concurrently under its own timeout. Failure details go to the log, not
+ * Builds a ReadinessProbe from named checks: each resolves (ok; `DEGRADED` for
+ * degraded) or rejects (fail) and runs concurrently under its own timeout. Failure details go to the log, not
  * into the response, which is reachable without authentication.
  */
 export function readinessFromChecks(
@@ -69,8 +73,7 @@ export function readinessFromChecks(
     const entries = await Promise.all(
       Object.entries(checks).map(async ([name, check]): Promise<[string, CheckStatus]> => {
         try {
-          await withTimeout(check(), timeoutMs);
-          return [name, 'ok'];
+          return [name, (await withTimeout(check(), timeoutMs)) === DEGRADED ? 'degraded' : 'ok'];
         } catch (err) {
           options.logger?.warn({ err, check: name }, 'readiness check failed');
           return [name, 'fail'];

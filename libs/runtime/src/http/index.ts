@@ -16,7 +16,7 @@ export {
 } from './body-limit';
 export { errorHandler, methodNotAllowed, notFound } from './error-handler';
 export type { ErrorMapper } from './error-handler';
-export { DEFAULT_READINESS_TIMEOUT_MS, healthRoutes, OPERATIONAL_PATHS, readinessFromChecks } from './health';
+export { DEFAULT_READINESS_TIMEOUT_MS, DEGRADED, healthRoutes, OPERATIONAL_PATHS, readinessFromChecks } from './health';
 export type { CheckStatus, HealthRoutesOptions, ReadinessProbe, ReadinessReport } from './health';
 export { HttpError, isHttpError } from './http-error';
 export type { HttpErrorOptions } from './http-error';
