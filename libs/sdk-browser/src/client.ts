@@ -143,7 +143,7 @@ export function createClient(getEnv: () => Env = browserEnv): SvcClient {
     if (!isEnabled() || now() - lastAdoption < 5000) return;
     lastAdoption = now();
     await tabs.claimOrphans((entries) => {
-      log(`adopting ${entries.length} event(s) of a closed page`);
+      log(`adopting ${entries.length} event(s) of a closed page, ${entries.filter((x) => x.f).length} of them sent without an answer seen`);
       if (isEnabled()) dropped(svcError('evicted', 'queue full'), delivery.adopt(entries));
     });
   };
