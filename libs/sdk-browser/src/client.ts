@@ -142,10 +142,10 @@ export function createClient(getEnv: () => Env = browserEnv): SvcClient {
   const adopt = async (): Promise<void> => {
     if (!isEnabled() || now() - lastAdoption < 5000) return;
     lastAdoption = now();
-    const entries = await tabs.claimOrphans();
-    if (!entries.length) return;
-    log(`adopting ${entries.length} event(s) of closed pages`);
-    if (isEnabled()) dropped(svcError('evicted', 'queue full'), delivery.adopt(entries));
+    await tabs.claimOrphans((entries) => {
+      log(`adopting ${entries.length} event(s) of a closed page, ${entries.filter((x) => x.f).length} of them sent without an answer seen`);
+      if (isEnabled()) dropped(svcError('evicted', 'queue full'), delivery.adopt(entries));
+    });
   };
 
   const stored = <T>(key: string): T | undefined => readJSON<T>(store, prefix + key);

@@ -1,6 +1,7 @@
 /** Delivery in real Chromium: retries, permanent drops, the queue cap, persistence, tabs and keepalive on pagehide. */
 import { beforeEach, expect, it } from '@jest/globals';
 import { describeInBrowser, fixture, recordedErrors, sleep } from './testing/browser';
+import { DROP } from './testing/server';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -73,6 +74,68 @@ describeInBrowser('delivery (browser)', (h) => {
     expect(await page.evaluate<string>('svc.getAnonymousId()')).toBe(anon);
   });
 
+  it('events whose exit request the network dropped stay persisted, marked in flight, and the next page sends them once', async () => {
+    h.server.serve('/exit', fixture(h.server, { config: { trackPages: false, flushAt: 100, flushInterval: 600000 } }));
+    const page = await h.open('/exit');
+    await page.evaluate("svc.track('first'); svc.track('second')");
+    expect(h.server.batches).toHaveLength(0);
+    h.server.reply(DROP);
+    await page.goto(`${h.server.origin}/blank`);
+    await h.server.waitFor(() => h.server.batches.length, 'the exit request');
+    const stored = await page.evaluate<Array<{ e: { event: string }; f?: number }>>(
+      "Object.keys(localStorage).filter((k) => k.startsWith('svc_queue_')).flatMap((k) => JSON.parse(localStorage.getItem(k)).i)",
+    );
+    expect(stored.map((x) => [x.e.event, x.f])).toEqual([
+      ['first', 1],
+      ['second', 1],
+    ]);
+    await page.goto(`${h.server.origin}/exit`);
+    await h.server.waitFor(() => h.server.delivered().length, 'the re-send from the next page');
+    await page.evaluate('svc.flush()');
+    await sleep(300);
+    const sent = h.server.batches.map((b) => [b.status, (b.body.batch as Array<{ event: string; messageId: string }>).map((e) => [e.event, e.messageId])]);
+    const ids = sent[0]?.[1];
+    expect(sent).toEqual([
+      [0, ids],
+      [200, ids],
+    ]);
+  });
+
+  it('an event waiting out its last retry when the page is left, its exit request dropped, is delivered by the next page', async () => {
+    h.server.serve('/patient', fixture(h.server, { config: { trackPages: false, flushAt: 1, maxRetries: 2 } }));
+    const outage = { status: 503, body: { success: false, error: 'Internal server error' } };
+    h.server.reply(outage, outage, DROP);
+    const page = await h.open('/patient');
+    await page.evaluate("svc.track('patient')");
+    await h.server.waitFor(() => h.server.batches.length >= 2, 'two failed attempts');
+    await page.goto(`${h.server.origin}/blank`); // during the last backoff (1 to 2 s)
+    await h.server.waitFor(() => h.server.batches.length >= 3, 'the exit request');
+    await page.goto(`${h.server.origin}/patient`);
+    await h.server.waitFor(() => h.server.delivered().length, 'delivery by the next page');
+    expect(h.server.batches.map((b) => b.status)).toEqual([503, 503, 0, 200]);
+    expect(new Set(h.server.events().map((e) => e.messageId)).size).toBe(1);
+    expect(await recordedErrors(page)).toEqual([]);
+  });
+
+  it('two tabs opening at once send the events a page left in flight exactly once', async () => {
+    h.server.serve('/inflight', fixture(h.server, { config: { trackPages: false, flushAt: 100, flushInterval: 600000 } }));
+    const context = await h.context();
+    const leaving = await context.newPage();
+    await leaving.goto(`${h.server.origin}/inflight`);
+    await leaving.evaluate("['a', 'b', 'c'].forEach((n) => svc.track(n))");
+    h.server.reply(DROP);
+    await leaving.close({ runBeforeUnload: false });
+    await h.server.waitFor(() => h.server.batches.length, 'the exit request');
+    const [one, two] = await Promise.all([context.newPage(), context.newPage()]);
+    await Promise.all([one.goto(`${h.server.origin}/inflight`), two.goto(`${h.server.origin}/inflight`)]);
+    await h.server.waitFor(() => h.server.delivered().length >= 3, 'the events left in flight');
+    await Promise.all([one.evaluate('svc.flush()'), two.evaluate('svc.flush()')]);
+    await sleep(500);
+    const [exit, ...after] = h.server.batches;
+    expect(exit?.status).toBe(0);
+    expect(after.flatMap((b) => (b.body.batch as Array<{ event: string }>).map((e) => e.event)).sort()).toEqual(['a', 'b', 'c']);
+  });
+
   it('drops persisted events older than 7 days (reported as expired) and sends the rest', async () => {
     h.server.serve('/ttl', fixture(h.server, { config: { trackPages: false } }));
     const context = await h.context();
@@ -82,7 +145,7 @@ describeInBrowser('delivery (browser)', (h) => {
       const ev = (name) => ({ type: 'track', event: name, messageId: 'seed-' + name, anonymousId: 'anon_3b241101-e2bb-4255-8caf-4136c566a962', timestamp: new Date().toISOString(), context: {} });
       localStorage.setItem('svc_queue_gone', JSON.stringify({ h: Date.now() - ${8 * DAY}, i: [
         { e: ev('stale'), t: Date.now() - ${8 * DAY}, a: 0 },
-        { e: ev('recent'), t: Date.now() - ${DAY}, a: 0 },
+        { e: ev('recent'), t: Date.now() - ${6 * DAY}, a: 0 },
       ] }));
     })()`);
     await page.goto(`${h.server.origin}/ttl`);
@@ -110,7 +173,7 @@ describeInBrowser('delivery (browser)', (h) => {
     expect(h.server.events().map((e) => e.messageId).sort()).toEqual(['orphan-a', 'orphan-b', 'orphan-c']);
   });
 
-  it('on pagehide sends the queue by keepalive in chunks within 64 KiB; what does not fit is sent by the next page', async () => {
+  it('on pagehide sends the queue by keepalive in chunks within 64 KiB; the next page sends everything whose answer it has not seen', async () => {
     h.server.serve('/leave', fixture(h.server, { config: { trackPages: false, flushAt: 100, flushInterval: 600000 } }));
     const context = await h.context();
     await context.addInitScript(`(() => {
@@ -143,8 +206,12 @@ describeInBrowser('delivery (browser)', (h) => {
     const onLeave = h.server.events().map((e) => e.event);
     expect(onLeave.length).toBeGreaterThanOrEqual(3);
     expect(onLeave.length).toBeLessThan(6);
+    // no page saw the answers to the keepalive requests: those events go again, with the rest
     await page.goto(`${h.server.origin}/leave`);
-    await h.server.waitFor(() => h.server.delivered().length >= 6, 'the rest, from the next page');
-    expect(h.server.delivered().map((e) => e.event).sort()).toEqual(['big0', 'big1', 'big2', 'big3', 'big4', 'big5']);
+    await h.server.waitFor(() => h.server.delivered().length >= onLeave.length + 6, 'everything, from the next page');
+    const fromNext = h.server.delivered().slice(onLeave.length);
+    expect(fromNext.map((e) => e.event).sort()).toEqual(['big0', 'big1', 'big2', 'big3', 'big4', 'big5']);
+    const sentOnLeave = new Map(h.server.events().slice(0, onLeave.length).map((e) => [e.event, e.messageId]));
+    expect(fromNext.filter((e) => sentOnLeave.has(e.event)).map((e) => e.messageId)).toEqual(onLeave.map((name) => sentOnLeave.get(name)));
   });
 });

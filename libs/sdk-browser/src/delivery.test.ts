@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { createDelivery, KEEPALIVE_BUDGET } from './delivery';
 import type { QueueEntry } from './queue';
 import { createQueue, readBucket } from './queue';
+import type { KeyValueStore } from './storage';
 import { memoryStore } from './storage';
 import { FakeClock } from './testing/fake-env';
 import type { SendOutcome } from './transport';
@@ -19,10 +20,21 @@ const ev = (id: string, size = 0): SvcEvent => ({
 const OK: SendOutcome = { ok: true, status: 200, body: { success: true }, quota: null };
 const FAIL_503: SendOutcome = { ok: false, retry: true, status: 503, message: 'HTTP 503' };
 
-function setup(options: { flushAt?: number; flushInterval?: number; maxRetries?: number; keepalive?: boolean; replies?: Array<SendOutcome | Promise<SendOutcome>> } = {}) {
+interface SetupOptions {
+  flushAt?: number;
+  flushInterval?: number;
+  maxRetries?: number;
+  keepalive?: boolean;
+  replies?: Array<SendOutcome | Promise<SendOutcome>>;
+  /** Storage shared with an earlier page (default: a fresh one). */
+  store?: KeyValueStore;
+  bucket?: string;
+}
+
+function setup(options: SetupOptions = {}) {
   const clock = new FakeClock(0);
-  const store = memoryStore();
-  const queue = createQueue(store, 'bucket', clock.now);
+  const store = options.store ?? memoryStore();
+  const queue = createQueue(store, options.bucket ?? 'bucket', clock.now);
   const sends: Array<{ ids: string[]; keepalive: boolean; at: number }> = [];
   const replies = [...(options.replies ?? [])];
   const delivered: string[] = [];
@@ -151,10 +163,11 @@ describe('delivery', () => {
     const bytes = sent.reduce((sum, s) => sum + JSON.stringify({ batch: s.ids.map((id) => ev(id, 10_000)) }).length, 0);
     expect(bytes).toBeLessThanOrEqual(KEEPALIVE_BUDGET);
     expect(bytes).toBeGreaterThan(KEEPALIVE_BUDGET - 11_000);
-    // what did not fit stays persisted for the next page; what was handed to keepalive does not
+    // everything stays persisted until acknowledged: what went out marked in flight, what did not fit as queued
     const stored = readBucket(t.store, 'bucket');
     expect(stored?.u).toBe(1);
-    expect([...ids, ...(stored?.i.map((x) => x.e.messageId) ?? [])].sort()).toEqual(Array.from({ length: 12 }, (_, i) => `m${i}`).sort());
+    expect(stored?.i.map((x) => x.e.messageId)).toEqual(Array.from({ length: 12 }, (_, i) => `m${i}`));
+    expect(stored?.i.filter((x) => x.f).map((x) => x.e.messageId)).toEqual(ids);
     // a second trigger (visibilitychange after pagehide) sends nothing twice
     const before = t.sends.length;
     t.delivery.beacon(false);
@@ -162,6 +175,51 @@ describe('delivery', () => {
     release(OK);
     await t.clock.advance(0);
     expect(t.delivered.slice(0, 2)).toEqual(['m0', 'm1']);
+  });
+
+  const never = new Promise<SendOutcome>(() => undefined);
+  it.each([
+    { answer: 'a 2xx', reply: OK, stored: undefined, delivered: ['a'], drops: [] },
+    { answer: 'a 503, seen by the page', reply: FAIL_503, stored: { a: 1 }, delivered: [], drops: [] },
+    { answer: 'none (the page went away first)', reply: never, stored: { a: 0, f: 1 }, delivered: [], drops: [] },
+    { answer: 'a 400', reply: { ok: false, retry: false, status: 400, message: 'HTTP 400' } as SendOutcome, stored: undefined, delivered: [], drops: [{ code: 'rejected', ids: ['a'] }] },
+  ])('an event sent by keepalive leaves storage only on a 2xx or a 4xx: answer $answer', async ({ reply, stored, delivered, drops }) => {
+    const t = setup({ replies: [reply] });
+    t.delivery.enqueue(ev('a'));
+    t.delivery.beacon(true);
+    await t.clock.advance(0);
+    expect(readBucket(t.store, 'bucket')?.i.map(({ a, f }) => (f ? { a, f } : { a }))[0]).toEqual(stored);
+    expect(t.delivered).toEqual(delivered);
+    expect(t.drops).toEqual(drops);
+  });
+
+  it('the next page sends again what a page left in flight, its unanswered attempt not counted against the retries', async () => {
+    const first = setup({ flushAt: 1, maxRetries: 1, replies: [FAIL_503, never] });
+    first.delivery.enqueue(ev('a'));
+    await first.clock.advance(0); // failed once: waiting out its last retry
+    first.delivery.beacon(true); // the page is left; its keepalive request is lost
+    const left = readBucket(first.store, 'bucket')?.i ?? [];
+    expect(left.map(({ a, f }) => ({ a, f }))).toEqual([{ a: 1, f: 1 }]);
+
+    const next = setup({ store: first.store, bucket: 'next', maxRetries: 1 });
+    next.delivery.adopt(left);
+    await next.clock.advance(0);
+    expect(next.sends).toEqual([{ ids: ['a'], keepalive: false, at: 0 }]);
+    expect(next.delivered).toEqual(['a']);
+    expect(next.drops).toEqual([]);
+    expect(next.store.get('next')).toBeNull();
+  });
+
+  it('the failure of a normal request a leaving page aborted does not touch the events it re-sent by keepalive', async () => {
+    let abort: (o: SendOutcome) => void = () => undefined;
+    const t = setup({ flushAt: 1, replies: [new Promise<SendOutcome>((resolve) => (abort = resolve)), never] });
+    t.delivery.enqueue(ev('a'));
+    await t.clock.advance(0);
+    t.delivery.beacon(true);
+    abort({ ok: false, retry: true, status: 0, message: 'network error: aborted' });
+    await t.clock.advance(60_000);
+    expect(t.sends.map((s) => s.keepalive)).toEqual([false, true]);
+    expect(readBucket(t.store, 'bucket')?.i.map(({ a, f }) => ({ a, f }))).toEqual([{ a: 0, f: 1 }]);
   });
 
   it('a hidden page sends by keepalive and handles the answers like any other', async () => {

@@ -1,6 +1,6 @@
 import { MAX_BATCH } from './config';
 import { svcError } from './errors';
-import type { EventQueue, QueueEntry, StoredEntry } from './queue';
+import type { EventQueue, QueueEntry, State, StoredEntry } from './queue';
 import { BEACON, QUEUED, SENDING, batchBytes, fitBatch } from './queue';
 import type { SendOutcome } from './transport';
 import { backoffDelay } from './transport';
@@ -34,7 +34,11 @@ export interface Delivery {
   enqueue(event: SvcEvent): void;
   /** Sends everything queued, through retries; resolves when the queue is empty. */
   flush(): Promise<void>;
-  /** Hands queued events (and, when the page is leaving, those in normal requests) to keepalive requests. */
+  /**
+   * Hands queued events (and, when the page is leaving, those in normal
+   * requests) to keepalive requests; they stay persisted, marked in flight,
+   * until a 2xx for them is seen.
+   */
   beacon(leaving: boolean): void;
   /** Re-evaluates timers (after re-enabling). */
   schedule(): void;
@@ -49,7 +53,8 @@ export interface Delivery {
  * `flushAt` events are queued or `flushInterval` after the first, retries of
  * 5xx and network failures with jittered exponential backoff (the same
  * messageIds), permanent drops on 4xx, and keepalive sends when the page is
- * hidden or left.
+ * hidden or left. An event leaves the queue only on a 2xx for it or a
+ * documented drop; until then it stays persisted.
  */
 export function createDelivery(o: DeliveryOptions): Delivery {
   const { queue } = o;
@@ -78,14 +83,21 @@ export function createDelivery(o: DeliveryOptions): Delivery {
     }, wait);
   };
 
-  /** Applies a send outcome to its entries; true when the queue must back off. */
-  const settle = (batch: QueueEntry[], outcome: SendOutcome): boolean => {
-    const live = batch.filter(queue.has);
+  /**
+   * Applies a send outcome to its entries; true when the queue must back off.
+   * A 2xx acknowledges every entry still in the queue; a failure concerns only
+   * those still in the state the request put them in: the normal request a
+   * leaving page aborts must not count against events it has re-sent by
+   * keepalive.
+   */
+  const settle = (batch: QueueEntry[], outcome: SendOutcome, state: State): boolean => {
     if (outcome.ok) {
-      queue.remove(live);
-      o.delivered(live, outcome.body, outcome.quota);
+      const acked = batch.filter(queue.has);
+      queue.remove(acked);
+      o.delivered(acked, outcome.body, outcome.quota);
       return false;
     }
+    const live = batch.filter((x) => queue.has(x) && x.s === state);
     if (!outcome.retry) {
       queue.remove(live);
       o.dropped(svcError('rejected', `rejected with ${outcome.status}: ${outcome.message}`, outcome.status, outcome.body), live);
@@ -124,7 +136,7 @@ export function createDelivery(o: DeliveryOptions): Delivery {
         taken.batch.map((x) => x.e),
         false,
       );
-      if (settle(taken.batch, outcome)) break;
+      if (settle(taken.batch, outcome, SENDING)) break;
     }
   };
 
@@ -174,7 +186,7 @@ export function createDelivery(o: DeliveryOptions): Delivery {
           )
           .then((outcome) => {
             beaconBytes -= bytes;
-            settle(chunk, outcome);
+            settle(chunk, outcome, BEACON);
             schedule();
           });
       }

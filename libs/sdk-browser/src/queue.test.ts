@@ -68,18 +68,33 @@ describe('event queue', () => {
     expect(store.get('svc_queue_tab1')).toBeNull();
   });
 
-  it('leaves keepalive-sent events to the browser unless they had failed before', () => {
+  it.each([
+    { state: 'queued', s: QUEUED, a: 0, stored: { a: 0 } },
+    { state: 'queued after a failure', s: QUEUED, a: 2, stored: { a: 2 } },
+    { state: 'in a normal request', s: SENDING, a: 0, stored: { a: 0, f: 1 } },
+    { state: 'in a keepalive request', s: BEACON, a: 0, stored: { a: 0, f: 1 } },
+    { state: 'in a keepalive request after a failure', s: BEACON, a: 1, stored: { a: 1, f: 1 } },
+  ])('persists an event $state, marked in flight when in a request, its attempts as counted', ({ s, a, stored }) => {
     const store = memoryStore();
     const queue = createQueue(store, 'k', () => 1);
-    queue.push(ev('fresh'));
-    queue.push(ev('failed'));
-    const [fresh, failed] = queue.list();
-    if (!fresh || !failed) throw new Error('queue lost events');
-    failed.a = 1;
-    fresh.s = BEACON;
-    failed.s = BEACON;
+    queue.push(ev('x'));
+    const [entry] = queue.list();
+    if (!entry) throw new Error('queue lost the event');
+    Object.assign(entry, { s, a });
     queue.persist(true);
-    expect(readBucket(store, 'k')).toEqual({ h: 1, u: 1, i: [{ e: ev('failed'), t: 1, a: 2 }] });
+    expect(readBucket(store, 'k')).toEqual({ h: 1, u: 1, i: [{ e: ev('x'), t: 1, ...stored }] });
+  });
+
+  it('persists the batch it takes as in flight', () => {
+    const store = memoryStore();
+    const queue = createQueue(store, 'k', () => 1);
+    queue.push(ev('a'));
+    queue.take(3);
+    queue.push(ev('b'));
+    expect(readBucket(store, 'k')?.i.map((x) => [x.e.messageId, x.f])).toEqual([
+      ['a', 1],
+      ['b', undefined],
+    ]);
   });
 
   it('adopts stored entries first, de-duplicated by messageId', () => {

@@ -21,18 +21,24 @@ export interface QueueEntry {
   e: SvcEvent;
   /** Enqueued at (epoch ms). */
   t: number;
-  /** Failed attempts so far. */
+  /** Failed attempts so far: only failures a page saw count, never a request whose answer no page saw. */
   a: number;
   s: State;
   /** Serialised size in bytes, computed once. */
   n?: number;
 }
 
-/** One entry as persisted. */
+/**
+ * One entry as persisted. Every event stays persisted until a 2xx for it has
+ * been seen (or it is dropped for a documented reason), whether or not it is
+ * in a request at the time.
+ */
 export interface StoredEntry {
   e: SvcEvent;
   t: number;
   a: number;
+  /** In flight: handed to a request whose answer had not been seen when the bucket was written. */
+  f?: 1;
 }
 
 /** A tab's persisted queue. */
@@ -81,9 +87,9 @@ export interface EventQueue {
   /** Merges entries persisted by another tab, skipping messageIds already present; returns the evicted. */
   adopt(stored: readonly StoredEntry[]): QueueEntry[];
   /**
-   * Marks the next batch (queued entries only) as sending and returns it, along
-   * with entries removed because they expired, exhausted their retries or can
-   * never fit a request.
+   * Marks the next batch (queued entries only) as sending (persisted as in
+   * flight) and returns it, along with entries removed because they expired,
+   * exhausted their retries or can never fit a request.
    */
   take(maxRetries: number): Taken;
   remove(entries: readonly QueueEntry[]): void;
@@ -143,6 +149,7 @@ export function createQueue(store: KeyValueStore, bucketKey: string, now: () => 
       if (dead.length) queue.remove(dead);
       taken.batch = fitBatch(queued(), MAX_BATCH, MAX_BODY_BYTES);
       for (const x of taken.batch) x.s = SENDING;
+      if (taken.batch.length) queue.persist();
       return taken;
     },
     remove(gone) {
@@ -157,11 +164,11 @@ export function createQueue(store: KeyValueStore, bucketKey: string, now: () => 
       return all;
     },
     persist(unloading) {
-      // an event handed to a keepalive request is the browser's to deliver, unless it
-      // already failed before: then the next page retries it (and counts the attempt)
-      const keep = entries.filter((x) => x.s !== BEACON || x.a > 0);
-      if (!keep.length) return store.remove(bucketKey);
-      const bucket: StoredBucket = { h: now(), i: keep.map((x) => ({ e: x.e, t: x.t, a: x.s === BEACON ? x.a + 1 : x.a })) };
+      // Events in a request stay too: a request sent as the page goes away is the
+      // likeliest to be lost, and its answer reaches no page, so whoever takes the
+      // bucket over sends them again (the gateway de-duplicates on messageId).
+      if (!entries.length) return store.remove(bucketKey);
+      const bucket: StoredBucket = { h: now(), i: entries.map((x) => (x.s === QUEUED ? { e: x.e, t: x.t, a: x.a } : { e: x.e, t: x.t, a: x.a, f: 1 })) };
       if (unloading) bucket.u = 1;
       writeJSON(store, bucketKey, bucket);
     },

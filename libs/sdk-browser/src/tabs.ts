@@ -8,8 +8,11 @@ export interface TabCoordinator {
   bucketKey: string;
   /** Settles once this tab holds its own lock (at once without Web Locks). */
   ready: Promise<void>;
-  /** Takes over the buckets of tabs that are gone and returns their entries. */
-  claimOrphans(): Promise<StoredEntry[]>;
+  /**
+   * Takes over the buckets of tabs that are gone: hands each one's entries to
+   * `adopt`, which must persist them, and only then removes that bucket.
+   */
+  claimOrphans(adopt: (entries: StoredEntry[]) => void): Promise<void>;
 }
 
 const forever = (): Promise<never> => new Promise<never>(() => undefined);
@@ -66,9 +69,8 @@ export function createTabs(
   return {
     bucketKey,
     ready,
-    async claimOrphans() {
+    async claimOrphans(adopt) {
       await ready;
-      const out: StoredEntry[] = [];
       for (const key of store.keys()) {
         if (!key.startsWith(bucketPrefix) || key === bucketKey) continue;
         let claimed: boolean;
@@ -78,11 +80,11 @@ export function createTabs(
           claimed = !bucket || bucket.u === 1 || now() - bucket.h > staleMs;
         }
         if (!claimed) continue;
+        // adopted first, removed after: a page closing in between leaves the events in two buckets, never in none
         const bucket = readBucket(store, key);
+        if (bucket?.i.length) adopt(bucket.i);
         store.remove(key);
-        if (bucket) out.push(...bucket.i);
       }
-      return out;
     },
   };
 }

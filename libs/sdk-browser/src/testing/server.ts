@@ -2,7 +2,7 @@
  * A tiny HTTP server on 127.0.0.1 for the browser tests: it serves the
  * script-tag build and HTML fixture pages, and captures what the library sends
  * to /functions/v1/v1-batch and /functions/v1/v1-consent, answering with
- * scripted replies.
+ * scripted replies or dropping the request.
  */
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
@@ -14,7 +14,7 @@ export interface Captured {
   /** Parsed JSON body. */
   body: Record<string, unknown>;
   bytes: number;
-  /** Status the server answered with. */
+  /** Status the server answered with; 0 when the request was dropped. */
   status: number;
   at: number;
 }
@@ -25,13 +25,16 @@ export interface ScriptedReply {
   headers?: Record<string, string>;
 }
 
+/** A batch request the network loses: the client sees a network error. */
+export const DROP = 'drop';
+
 type Event = Record<string, unknown> & { messageId: string; type: string; event?: string; context: Record<string, unknown> };
 
 export class CaptureServer {
   readonly batches: Captured[] = [];
   readonly consents: Captured[] = [];
   private pages = new Map<string, { type: string; body: string }>();
-  private script: ScriptedReply[] = [];
+  private script: Array<ScriptedReply | typeof DROP> = [];
   /** Answer used once the script runs out; default 200 with a success body. */
   fallback: ScriptedReply | undefined;
   private server: Server;
@@ -67,7 +70,7 @@ export class CaptureServer {
   }
 
   /** Replies to use, in order, for the next batch requests. */
-  reply(...replies: ScriptedReply[]): void {
+  reply(...replies: Array<ScriptedReply | typeof DROP>): void {
     this.script.push(...replies);
   }
 
@@ -86,7 +89,7 @@ export class CaptureServer {
 
   /** Events of batch requests answered with 2xx. */
   delivered(filter?: (e: Event) => boolean): Event[] {
-    const all = this.batches.filter((b) => b.status < 300).flatMap((b) => (Array.isArray(b.body.batch) ? (b.body.batch as Event[]) : []));
+    const all = this.batches.filter((b) => b.status >= 200 && b.status < 300).flatMap((b) => (Array.isArray(b.body.batch) ? (b.body.batch as Event[]) : []));
     return filter ? all.filter(filter) : all;
   }
 
@@ -99,6 +102,18 @@ export class CaptureServer {
       if (Date.now() > end) throw new Error(`timed out waiting for ${what}; batches: ${JSON.stringify(this.batches.map((b) => [b.status, this.idsOf(b)]))}`);
       await new Promise((r) => setTimeout(r, 50));
     }
+  }
+
+  /**
+   * Loses the answer: the status line goes out, then the connection closes
+   * before the body, so the client sees a network error. (A reset before any
+   * byte of an answer is not enough: Chromium silently re-sends a request whose
+   * reused or preconnected connection closes before it answers.)
+   */
+  private cut(res: ServerResponse): void {
+    res.writeHead(502, { 'Content-Type': 'application/json', 'Content-Length': '2' });
+    res.flushHeaders();
+    res.socket?.end();
   }
 
   private idsOf(b: Captured): unknown {
@@ -117,7 +132,9 @@ export class CaptureServer {
       const count = Array.isArray(body.batch) ? body.batch.length : 0;
       const reply = (isBatch ? this.script.shift() : undefined) ??
         this.fallback ?? { status: 200, body: isBatch ? { success: true, processed: count, failed: 0, duration_ms: 1 } : { success: true } };
-      (isBatch ? this.batches : this.consents).push({ path, headers, body, bytes: raw.length, status: reply.status, at: Date.now() });
+      const status = reply === DROP ? 0 : reply.status;
+      (isBatch ? this.batches : this.consents).push({ path, headers, body, bytes: raw.length, status, at: Date.now() });
+      if (reply === DROP) return this.cut(res);
       res.writeHead(reply.status, { 'Content-Type': 'application/json', ...reply.headers });
       res.end(JSON.stringify(reply.body ?? { success: reply.status < 300 }));
       return;
