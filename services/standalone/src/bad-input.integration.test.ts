@@ -9,8 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { EventReasons, Limits } from '@svc/contracts';
 import { describeWithKafka, describeWithPostgres, nestedValue, testLogger } from '@svc/testkit';
-import { rawRequest } from './fuzz/raw-http';
-import { startFuzzStack, waitUntilStored, type FuzzStack, type Tier } from './fuzz/fuzz-stack';
+import { rawRequest } from './test-support/fuzz/raw-http';
+import { startFuzzStack, waitUntilStored, type FuzzStack, type Tier } from './test-support/fuzz/fuzz-stack';
 
 const at = () => new Date().toISOString();
 /** Stands for a value nested 100,000 levels deep, spliced into the request's JSON text. */

@@ -12,8 +12,8 @@
  */
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { describeWithKafka, describeWithPostgres, testLogger, writeDocSection } from '@svc/testkit';
-import { runFuzz, type FuzzReport } from './fuzz/fuzz';
-import { organisationSnapshot, startFuzzStack, waitUntilStored, type FuzzStack, type Tier } from './fuzz/fuzz-stack';
+import { runFuzz, type FuzzReport } from './test-support/fuzz/fuzz';
+import { organisationSnapshot, startFuzzStack, waitUntilStored, type FuzzStack, type Tier } from './test-support/fuzz/fuzz-stack';
 
 const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 400);
 const SEED = Number(process.env.FUZZ_SEED ?? 15);

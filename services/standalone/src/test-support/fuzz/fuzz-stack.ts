@@ -4,8 +4,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AccountsStore, freePort, loadConfig, type Db, type Logger } from '@svc/runtime';
 import { createTestDatabase, kafkaEndpoints, type TestDatabase } from '@svc/testkit';
-import { standaloneConfigSpec } from '../config';
-import { startStack, type RunningStack } from '../stack';
+import { standaloneConfigSpec } from '../../config';
+import { startStack, type RunningStack } from '../../stack';
 import { rawRequest } from './raw-http';
 import type { FuzzTargets } from './requests';
 
@@ -129,8 +129,9 @@ export async function waitUntilStored(db: Db, orgId: string, messageIds: Readonl
   const ids = [...messageIds];
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const [row] = await db('identity.events').where({ org_id: orgId }).whereIn('message_id', ids).count<Array<{ count: string }>>({ count: '*' });
-    const stored = Number(row?.count ?? 0);
+    // One array parameter, not one per id: a long fuzz run acknowledges more ids than a statement may bind.
+    const { rows } = await db.raw<{ rows: Array<{ n: string }> }>('select count(*) as n from identity.events where org_id = ? and message_id = any(?::text[])', [orgId, ids]);
+    const stored = Number(rows[0]?.n ?? 0);
     if (stored >= ids.length || Date.now() > deadline) return stored;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
