@@ -102,3 +102,16 @@ export function checkConsentDecision(body: unknown): ConsentCheck {
     },
   };
 }
+
+/**
+ * The spec's fingerprint consent rule: `context.fingerprint` is kept only when
+ * the same context grants it with `consent: true`, `consent.fingerprinting:
+ * true` or `consent.identity: true`. The gateway applies it before the log;
+ * the resolver again, for any other producer.
+ */
+export function grantsFingerprinting(consent: unknown): boolean {
+  if (consent === true) return true;
+  if (typeof consent !== 'object' || consent === null) return false;
+  const purposes = consent as Record<string, unknown>;
+  return purposes.fingerprinting === true || purposes.identity === true;
+}

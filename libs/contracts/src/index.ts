@@ -6,6 +6,7 @@ export * from './validate-event';
 export * from './timestamps';
 export * from './storable';
 export * from './topics';
+export * from './profiles';
 export * from './schema-validator';
 export * from './consent';
 export * from './conversion-rules';

@@ -11,7 +11,8 @@ import {
   type RunningHttpServer,
 } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
-import { identityMigrations, processBatch } from '@svc/identity-resolver';
+import { identityMigrations } from '@svc/identity';
+import { processBatch } from '@svc/identity-resolver';
 import { consentMigrations } from './migrations';
 import type { ConsentPublisher } from './publisher';
 import { mountConsentApi } from './routes-setup';

@@ -1,4 +1,5 @@
 import type { ConsentDecision, ConsentPurpose, ConsentRecordView, CurrentConsent } from '@svc/contracts';
+import { ANONYMOUS_IDS_OF_USER_SQL } from '@svc/identity';
 import type { Db } from '@svc/runtime';
 
 export interface Subject {
@@ -103,8 +104,8 @@ export class ConsentStore {
  * Which records belong to a subject. A user id also finds the decisions its
  * visitor made while still anonymous: every anonymous id recorded together
  * with that user id in a consent decision, and every anonymous id the
- * identity resolver has stitched to that user's profile (a read-only look at
- * its `identity` projections, which share the database).
+ * identity resolver has stitched to that user's profile (through the identity
+ * library's read port; the projections share the database).
  */
 function subjectFilter(orgId: string, s: Subject, t = ''): [string, string[]] {
   const parts: string[] = [];
@@ -117,12 +118,7 @@ function subjectFilter(orgId: string, s: Subject, t = ''): [string, string[]] {
     parts.push(
       `${t}user_id = ?`,
       `${t}anonymous_id in (select l.anonymous_id from consent.records l where l.org_id = ? and l.user_id = ?)`,
-      `${t}anonymous_id in (
-         select a.signal_value from identity.identity_signals u
-         join identity.profiles p on p.id = u.profile_id
-         join identity.identity_signals a
-           on a.org_id = u.org_id and a.profile_id = coalesce(p.merged_into, p.id) and a.signal_type = 'anonymous_id'
-         where u.org_id = ? and u.signal_type = 'user_id' and u.signal_value = ?)`,
+      `${t}anonymous_id in (${ANONYMOUS_IDS_OF_USER_SQL})`,
     );
     params.push(s.userId, orgId, s.userId, orgId, s.userId);
   }

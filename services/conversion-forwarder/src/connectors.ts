@@ -1,4 +1,4 @@
-import { DEFAULT_QUALIFYING_NAMES } from '@svc/contracts';
+import { qualifyingConversionNames } from '@svc/conversions';
 import { NotFoundError, ValidationError, type Db } from '@svc/runtime';
 import { CONNECTOR_FIELDS, parseEventNames, platformConfig, splitConnectorConfig } from './connector-config';
 import type { ConnectorRule } from './plan';
@@ -127,13 +127,8 @@ export class ConnectorStore {
    * connector without a custom set contributes the defaults). Empty when it
    * has none: the resolver then queues no candidates for it.
    */
-  async qualifyingNames(orgId: string): Promise<ReadonlySet<string>> {
-    const rows = (await this.db('conversions.connectors')
-      .where({ org_id: orgId, state: 'active' })
-      .select('event_names')) as Array<Pick<Row, 'event_names'>>;
-    const names = new Set<string>();
-    for (const { event_names } of rows) for (const n of event_names ?? DEFAULT_QUALIFYING_NAMES) names.add(n);
-    return names;
+  qualifyingNames(orgId: string): Promise<ReadonlySet<string>> {
+    return qualifyingConversionNames(this.db, orgId);
   }
 
   private connector(row: Row): Connector {

@@ -3,7 +3,7 @@ import { deadLetterTopicFor, type IncomingMessage, type PostgresLogBus } from '@
 import type { RawEventEnvelope } from '@svc/contracts';
 import { AccountsStore, type Db } from '@svc/runtime';
 import { describeWithPostgres } from '@svc/testkit';
-import { signalLockKey } from './ids';
+import { signalLockKey } from '@svc/identity';
 import { createResolverHandler } from './resolver';
 import { Harness, minutesAgo } from './test-support/harness';
 

@@ -1,3 +1,5 @@
+import { grantsFingerprinting } from '@svc/contracts';
+
 /**
  * What the resolver reads from an event's context: campaign touches, click
  * IDs, the session and the fingerprint. Pure functions, no I/O.
@@ -115,13 +117,6 @@ export function touchOf(context: unknown, at: string): Touch | null {
 /** context.session.id, when present. */
 export function sessionIdOf(context: unknown): string | null {
   return text(asRecord(asRecord(context)?.session)?.id, 200);
-}
-
-/** `consent: true`, or `consent.fingerprinting: true`, or `consent.identity: true` (the spec's rule). */
-export function grantsFingerprinting(consent: unknown): boolean {
-  if (consent === true) return true;
-  const purposes = asRecord(consent);
-  return purposes?.fingerprinting === true || purposes?.identity === true;
 }
 
 /**

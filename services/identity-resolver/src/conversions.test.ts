@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
+import { normalisePhone } from '@svc/identity';
 import { conversionCandidate, conversionCurrency, conversionValue, hashEmail, hashPhone, orderIdOf } from './conversions';
-import { normalisePhone } from './signals';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 

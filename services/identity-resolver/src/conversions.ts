@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ConversionCandidate } from '@svc/contracts';
-import { normaliseEmail, normalisePhone } from './signals';
+import { normaliseEmail, normalisePhone } from '@svc/identity';
 
 /**
  * The spec's conversion value rules, and the value, currency and hashed

@@ -2,10 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { IncomingMessage } from '@svc/bus';
 import { checkEngagementRules, type RawEventEnvelope } from '@svc/contracts';
 import { describeWithPostgres } from '@svc/testkit';
-import { decayScore } from './engagement';
-import { getEngagementRules, setEngagementRules } from './engagement-rules-store';
-import { adminMergeProfiles } from './merge';
-import { currentEngagementScore, engagementHalfLifeDays } from './profiles';
+import { adminMergeProfiles, currentEngagementScore, decayScore, engagementHalfLifeDays, getEngagementRules, setEngagementRules } from '@svc/identity';
 import { createResolverHandler } from './resolver';
 import { Harness, minutesAgo, type ProfileRow } from './test-support/harness';
 

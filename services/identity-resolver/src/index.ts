@@ -1,19 +1,12 @@
-export * from './config';
-export * from './context';
-export * from './engagement';
-export * from './engagement-rules-store';
-export * from './conversions';
-export { eventIdFor, profileIdsFor, signalLockKey, type ProfileIds } from './ids';
-export * from './merge';
-export * from './metrics';
-export * from './migrations';
-export * from './outbox';
-export * from './prepare';
-export * from './process-batch';
-export * from './profiles';
-export * from './replay';
-export * from './resolve';
-export * from './resolver';
-export * from './retry';
-export * from './signals';
-export * from './start';
+/**
+ * The identity resolver as a library of its composition parts: what main.ts
+ * and the standalone stack start, what svcctl's replay runs, and processBatch
+ * for other suites' test fixtures. The identity schema's shared code is in
+ * @svc/identity.
+ */
+export { resolverConfigSpec, resolverOwnConfigSpec } from './config';
+export { resolverMetrics, type ResolverMetrics } from './metrics';
+export { consumersForPool, resolverPoolSize, startResolver, type RunningResolver, type StartResolverOptions } from './start';
+export { StallWatch, UnprovenFailureError, createResolverHandler, type ResolverDeps, type ResolverTopics } from './resolver';
+export { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
+export { replayProjections, type ReplayOptions, type ReplayReport } from './replay';

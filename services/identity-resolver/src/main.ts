@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { createBus, prefixedTopics } from '@svc/bus';
-import { ConnectorStore } from '@svc/conversion-forwarder';
+import { qualifyingConversionNames } from '@svc/conversions';
 import {
   Lifecycle,
   createDb,
@@ -29,7 +29,6 @@ async function main(): Promise<void> {
     const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger });
     lifecycle.registerFirst('bus', () => bus.close());
     const metrics = createMetrics({ defaultLabels: { service: 'identity-resolver' } });
-    const connectors = new ConnectorStore(db);
     // A pool too small for the members asked for gets fewer of them.
     const consumers = Math.min(config.RESOLVER_CONSUMERS, consumersForPool(config.RESOLVER_DB_POOL_MAX));
     if (consumers < config.RESOLVER_CONSUMERS) {
@@ -48,7 +47,7 @@ async function main(): Promise<void> {
       batch: {
         defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
         // Candidates only for names the organisation's active connectors forward.
-        conversionNames: (orgId) => connectors.qualifyingNames(orgId),
+        conversionNames: (orgId) => qualifyingConversionNames(db, orgId),
       },
     });
     lifecycle.registerFirst('resolver', () => resolver.stop(), { timeoutMs: 30_000 });

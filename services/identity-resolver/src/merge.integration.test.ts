@@ -2,8 +2,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { IncomingMessage } from '@svc/bus';
 import { NotFoundError, ValidationError } from '@svc/runtime';
 import { describeWithPostgres } from '@svc/testkit';
-import { adminMergeProfiles } from './merge';
-import { profileStats, resolveProfileId } from './profiles';
+import { adminMergeProfiles, profileStats, resolveProfileId } from '@svc/identity';
 import { Harness, minutesAgo, type ProfileRow } from './test-support/harness';
 
 /** The one merge routine as the Profiles API's admin merge uses it, and the read helpers it exports. */

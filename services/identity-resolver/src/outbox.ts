@@ -1,8 +1,8 @@
-import { DLQ_REASON_HEADER, SchemaViolationError, assertValid, deadLetterTopicFor, type Bus, type OutgoingMessage, type ProduceResult } from '@svc/bus';
-import { Topics, firstSchemaError, type ProfileChange, type ResolvedEvent, type TopicSpec } from '@svc/contracts';
+import { DLQ_REASON_HEADER, SchemaViolationError, deadLetterTopicFor, type Bus, type OutgoingMessage, type ProduceResult } from '@svc/bus';
+import { Topics, firstSchemaError, type ResolvedEvent } from '@svc/contracts';
 import type { Db, Logger } from '@svc/runtime';
-import { namedLockKey } from './ids';
-import type { ResolverMetrics } from './metrics';
+import { namedLockKey, type OutboxTopic, type OutputTopics } from '@svc/identity';
+import { type ResolverMetrics } from './metrics';
 
 /**
  * The transactional outbox. Whatever the resolver (or an admin merge) wants
@@ -17,59 +17,6 @@ import type { ResolverMetrics } from './metrics';
  * the order the changes happened; one relay at a time (an advisory lock)
  * produces them in id order.
  */
-
-export type OutboxTopic = 'eventsResolved' | 'profilesChanges' | 'conversionsCandidates';
-
-export interface OutboxMessage {
-  topic: OutboxTopic;
-  /** Partition key; for events.resolved the relay uses the event's profile at relay time. */
-  key: string | null;
-  payload: unknown;
-  /** events.resolved only: the stored event, read by the relay (the outbox does not copy it). */
-  eventId: string | null;
-}
-
-export type OutputTopics = { [K in OutboxTopic]: TopicSpec };
-
-/** A profiles.changes message. */
-export function profileChange(orgId: string, profileId: string, change: ProfileChange['change'], mergedInto?: string): OutboxMessage {
-  const payload: ProfileChange = {
-    v: 1,
-    orgId,
-    profileId,
-    change,
-    ...(mergedInto === undefined ? {} : { mergedInto }),
-    at: new Date().toISOString(),
-  };
-  return { topic: 'profilesChanges', key: profileId, payload, eventId: null };
-}
-
-export const resolvedEventRef = (eventId: string): OutboxMessage => ({ topic: 'eventsResolved', key: null, payload: null, eventId });
-
-/** Stores messages in the caller's transaction, in order. Payloads are checked against their schemas first. */
-export async function writeOutbox(trx: Db, messages: readonly OutboxMessage[]): Promise<void> {
-  if (messages.length === 0) return;
-  await trx.raw(OUTBOX_INSERT, [outboxRecords(messages)]);
-}
-
-/**
- * The rows of `messages` for OUTBOX_INSERT, as one JSON array, after checking
- * every payload against its topic's schema (a violation throws).
- */
-export function outboxRecords(messages: readonly OutboxMessage[]): string {
-  for (const m of messages) if (m.payload !== null) assertValid(Topics[m.topic], m.payload);
-  return JSON.stringify(messages.map((m) => ({ topic: m.topic, key: m.key, payload: m.payload, event_id: m.eventId })));
-}
-
-/**
- * Inserts outboxRecords (its one `?`) in their order, so ids follow it. A
- * statement of its own, or a data-modifying CTE of a larger one.
- */
-export const OUTBOX_INSERT = `insert into identity.outbox (topic, message_key, payload, event_id)
-     select r.topic, r.key, r.payload, r.event_id
-     from rows from (jsonb_to_recordset(?::jsonb) as (topic text, key text, payload jsonb, event_id uuid))
-       with ordinality as r (topic, key, payload, event_id, n)
-     order by r.n`;
 
 interface OutboxRow {
   id: number;

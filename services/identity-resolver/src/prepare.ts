@@ -1,7 +1,6 @@
 import { STORED_EVENT_NAMES, type RawEventEnvelope } from '@svc/contracts';
+import { eventIdFor, eventIdentity, type EventIdentity } from '@svc/identity';
 import { clickIdsOf, fingerprintOf, sessionIdOf, storedContext, touchOf, type ClickIdSighting, type Touch } from './context';
-import { eventIdFor } from './ids';
-import { eventIdentity, type EventIdentity } from './signals';
 
 /** An event that can never be stored, whatever is retried (bad data a producer other than the gateway let through). */
 export class PoisonEventError extends Error {

@@ -1,17 +1,10 @@
 import { qualifiesAsConversion, type RawEventEnvelope } from '@svc/contracts';
 import { AccountsStore, type Db } from '@svc/runtime';
+import { ConcurrentWriteError, HOLD_OFF_REPLAY, OUTBOX_INSERT, SIGNAL_CONFIDENCE, combineEngagement, compileStoredEngagementRules, eventPoints, mergeLockedProfiles, normaliseEmail, normalisePhone, outboxRecords, profileChange, resolvedEventRef, scoringTime, signalKey, signalLockKey, signalsOf, type CompiledEngagementRules, type EngagementState, type MergeReason, type OutboxMessage, type Signal, type SignalType } from '@svc/identity';
 import { earlierTouch, laterTouch, type Touch } from './context';
 import { conversionCandidate } from './conversions';
-import { combineEngagement, eventPoints, scoringTime, type CompiledEngagementRules, type EngagementState } from './engagement';
-import { compileStoredEngagementRules } from './engagement-rules-store';
-import { signalLockKey } from './ids';
-import { HOLD_OFF_REPLAY } from './replay-lock';
-import { mergeLockedProfiles } from './merge';
-import { OUTBOX_INSERT, outboxRecords, profileChange, resolvedEventRef, type OutboxMessage } from './outbox';
 import { prepareEvent, type PreparedEvent } from './prepare';
-import { IdentityGraph, type MergeReason, type ProfileNode, type Resolution } from './resolve';
-import { ConcurrentWriteError } from './retry';
-import { SIGNAL_CONFIDENCE, normaliseEmail, normalisePhone, signalKey, signalsOf, type Signal, type SignalType } from './signals';
+import { IdentityGraph, type ProfileNode, type Resolution } from './resolve';
 
 /**
  * One batch, one transaction: lock every identity the batch touches, skip

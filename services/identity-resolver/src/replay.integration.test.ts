@@ -2,8 +2,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { readToEnd } from '@svc/bus';
 import type { RawEventEnvelope } from '@svc/contracts';
 import { describeWithPostgres } from '@svc/testkit';
-import { setEngagementRules } from './engagement-rules-store';
-import { adminMergeProfiles } from './merge';
+import { adminMergeProfiles, setEngagementRules } from '@svc/identity';
 import { replayProjections, type ReplayReport } from './replay';
 import { Harness, minutesAgo } from './test-support/harness';
 

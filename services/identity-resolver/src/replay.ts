@@ -1,10 +1,7 @@
 import type { RawEventEnvelope } from '@svc/contracts';
-import type { Db, Logger, MigrationSet } from '@svc/runtime';
-import { mergeProfiles } from './merge';
-import { identityMigrations } from './migrations';
+import type { Db, Logger } from '@svc/runtime';
+import { excludeWriters, identityMigrations, mergeProfiles, resolveProfileId } from '@svc/identity';
 import { processBatch, type BatchOptions } from './process-batch';
-import { resolveProfileId } from './profiles';
-import { excludeWriters } from './replay-lock';
 
 /**
  * Rebuilds the identity projections from the raw log into fresh tables and
@@ -32,8 +29,6 @@ export interface ReplayOptions {
    */
   source: (consume: (envelopes: readonly RawEventEnvelope[]) => Promise<void>) => Promise<void>;
   logger: Logger;
-  /** Migrations of other services that add to `identity` (the Profiles API's read indexes). */
-  alsoApply?: readonly MigrationSet[];
   batch?: Omit<BatchOptions, 'replay'>;
   /** Suffix of the schema the old tables are kept in (default: the time). */
   label?: string;
@@ -55,9 +50,7 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
     await excludeWriters(trx);
     await trx.raw('alter schema identity rename to ??', [previousSchema]);
     await trx.raw('create schema identity');
-    for (const set of [identityMigrations, ...(o.alsoApply ?? [])]) {
-      for (const m of [...set.migrations].sort((a, b) => a.name.localeCompare(b.name))) await m.up(trx);
-    }
+    for (const m of [...identityMigrations.migrations].sort((a, b) => a.name.localeCompare(b.name))) await m.up(trx);
     await carryMigrationLog(trx, previousSchema);
 
     let events = 0;

@@ -1,7 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { profileIdsFor } from './ids';
+import { profileIdsFor, signalKey, type EventIdentity, type SignalType } from '@svc/identity';
 import { IdentityGraph, type ProfileNode } from './resolve';
-import { signalKey, type EventIdentity, type SignalType } from './signals';
 
 const ORG = '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f';
 

@@ -1,5 +1,4 @@
-import { profileIdsFor } from './ids';
-import { signalKey, type EventIdentity, type SignalType } from './signals';
+import { profileIdsFor, signalKey, type EventIdentity, type MergeReason, type SignalType } from '@svc/identity';
 
 /**
  * Identity resolution rules, on an in-memory view of one organisation's
@@ -24,8 +23,6 @@ import { signalKey, type EventIdentity, type SignalType } from './signals';
 /** Which signal found the event's profile, or that a new one was made (stored as events.resolution_method). */
 export type ResolutionMethod = SignalType | 'new_profile';
 
-/** Why a merge happened: merges.reason. */
-export type MergeReason = 'identify' | 'trait' | 'alias' | 'admin';
 
 export interface ProfileNode {
   id: string;

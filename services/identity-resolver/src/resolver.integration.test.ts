@@ -4,7 +4,7 @@ import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, deadLetterTopicFor, type Incoming
 import type { RawEventEnvelope } from '@svc/contracts';
 import { AccountsStore, DEGRADED } from '@svc/runtime';
 import { describeWithPostgres } from '@svc/testkit';
-import { resolveProfileId } from './profiles';
+import { resolveProfileId } from '@svc/identity';
 import { createResolverHandler } from './resolver';
 import { Harness, minutesAgo, type ProfileRow } from './test-support/harness';
 

@@ -10,10 +10,9 @@ import {
 } from '@svc/bus';
 import type { RawEventEnvelope, TopicSpec } from '@svc/contracts';
 import { DEGRADED, type Db, type Logger } from '@svc/runtime';
-import type { ResolverMetrics } from './metrics';
-import type { OutputTopics } from './outbox';
+import { classifyFailure, inTransactionWithRetry, type OutputTopics } from '@svc/identity';
+import { type ResolverMetrics } from './metrics';
 import { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
-import { classifyFailure, inTransactionWithRetry } from './retry';
 
 export type ResolverTopics = OutputTopics & { eventsRaw: TopicSpec };
 

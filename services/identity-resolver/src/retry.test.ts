@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConcurrentWriteError, RetriesExhaustedError, classifyFailure } from './retry';
+import { ConcurrentWriteError, RetriesExhaustedError, classifyFailure } from '@svc/identity';
 import { PoisonEventError } from './prepare';
 
 describe('classifyFailure', () => {

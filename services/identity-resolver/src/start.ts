@@ -1,8 +1,8 @@
 import { deadLetterTopicFor, type Bus } from '@svc/bus';
 import type { Db, Logger } from '@svc/runtime';
-import type { ResolverMetrics } from './metrics';
+import { type ResolverMetrics } from './metrics';
 import { OutboxRelay } from './outbox';
-import type { BatchOptions } from './process-batch';
+import { type BatchOptions } from './process-batch';
 import { StallWatch, createResolverHandler, type ResolverTopics } from './resolver';
 
 /** Connections one consumer-group member uses at once: its transaction, and its conversion-name look-ups beside it. */

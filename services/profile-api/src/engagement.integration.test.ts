@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { checkEngagementRules } from '@svc/contracts';
-import { setEngagementRules } from '@svc/identity-resolver';
+import { setEngagementRules } from '@svc/identity';
 import { describeWithPostgres } from '@svc/testkit';
 import { ProfileApiHarness, minutesAgo, type OrgKeys } from './test-support/harness';
 

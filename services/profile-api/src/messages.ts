@@ -1,4 +1,4 @@
-import { Limits } from '@svc/contracts';
+import { Limits, PROFILE_SORT_FIELDS } from '@svc/contracts';
 
 /**
  * The Profiles API's own `error` strings: the ones the interface spec leaves
@@ -9,9 +9,6 @@ import { Limits } from '@svc/contracts';
  * Candidates to move into @svc/contracts (as `ProfileMessages`, next to
  * `ConsentMessages`) so that clients and tests share them.
  */
-export const SORT_FIELDS = ['last_seen_at', 'first_seen_at', 'event_count', 'session_count', 'engagement_score', 'created_at'] as const;
-export type SortField = (typeof SORT_FIELDS)[number];
-
 export const SORT_ORDERS = ['desc', 'asc'] as const;
 export type SortOrder = (typeof SORT_ORDERS)[number];
 
@@ -31,7 +28,7 @@ export const ProfileMessages = {
   invalidLimit: 'Invalid limit: expected a positive integer',
   invalidOffset: 'Invalid offset: expected a non-negative integer',
   invalidIdentified: 'Invalid identified: expected true or false',
-  invalidSortBy: `Invalid sort_by: expected one of ${SORT_FIELDS.join(', ')}`,
+  invalidSortBy: `Invalid sort_by: expected one of ${PROFILE_SORT_FIELDS.join(', ')}`,
   invalidSortOrder: 'Invalid sort_order: expected asc or desc',
   invalidPreciseTotal: 'Invalid precise_total: expected 1 or 0',
   invalidPartial: 'Invalid partial: expected true or false',

@@ -1,6 +1,7 @@
 import { Limits, Messages } from '@svc/contracts';
 import { HttpError } from '@svc/runtime';
-import { ProfileLimits, ProfileMessages, SORT_FIELDS, SORT_ORDERS, type SortField, type SortOrder } from './messages';
+import { PROFILE_SORT_FIELDS, type ProfileSortField } from '@svc/contracts';
+import { ProfileLimits, ProfileMessages, SORT_ORDERS, type SortOrder } from './messages';
 
 /**
  * Query-string rules of the Profiles API, as pure functions: each returns the
@@ -14,7 +15,7 @@ export interface ListParams {
   limit: number;
   offset: number;
   identified: boolean | undefined;
-  sortBy: SortField;
+  sortBy: ProfileSortField;
   sortOrder: SortOrder;
 }
 
@@ -88,7 +89,7 @@ export function parseListParams(query: Query): ListParams {
     limit: parseLimit(query, Limits.profileList),
     offset: parseOffset(query),
     identified: booleanParam(query, 'identified', ProfileMessages.invalidIdentified),
-    sortBy: oneOf(query, 'sort_by', SORT_FIELDS, ProfileMessages.invalidSortBy) ?? 'last_seen_at',
+    sortBy: oneOf(query, 'sort_by', PROFILE_SORT_FIELDS, ProfileMessages.invalidSortBy) ?? 'last_seen_at',
     sortOrder: oneOf(query, 'sort_order', SORT_ORDERS, ProfileMessages.invalidSortOrder) ?? 'desc',
   };
 }

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Messages } from '@svc/contracts';
 import { describeWithPostgres } from '@svc/testkit';
-import { ProfileMessages, SORT_FIELDS } from './messages';
+import { PROFILE_SORT_FIELDS } from '@svc/contracts';
+import { ProfileMessages } from './messages';
 import { ProfileApiHarness, minutesAgo, type OrgKeys } from './test-support/harness';
 
 type Item = Record<string, unknown> & { id: string };
@@ -120,7 +121,7 @@ describeWithPostgres('Profiles API read routes on PostgreSQL', () => {
       expect(profiles.map((p) => p.id)).not.toContain((merged as { id: string }).id);
     });
 
-    const cases = SORT_FIELDS.flatMap((field) => (['asc', 'desc'] as const).map((order) => [field, order] as const));
+    const cases = PROFILE_SORT_FIELDS.flatMap((field) => (['asc', 'desc'] as const).map((order) => [field, order] as const));
     it.each(cases)('sort_by=%s sort_order=%s pages in a stable order, ties broken by id', async (field, order) => {
       const live = await liveOfL();
       const sign = order === 'asc' ? 1 : -1;

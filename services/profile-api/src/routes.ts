@@ -1,6 +1,6 @@
 import { Router, type ErrorRequestHandler, type Request } from 'express';
 import { BodyLimitHints, Limits, Messages, toStorable } from '@svc/contracts';
-import { classifyFailure } from '@svc/identity-resolver';
+import { classifyFailure } from '@svc/identity';
 import {
   HttpError,
   KeyRequirements,

@@ -1,7 +1,8 @@
-import { adminMergeProfiles, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity-resolver';
+import { adminMergeProfiles, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
+import type { ProfileSortField } from '@svc/contracts';
 import type { Db } from '@svc/runtime';
 import type { EventCursor } from './cursor';
-import { ProfileLimits, type SortField, type SortOrder } from './messages';
+import { ProfileLimits, type SortOrder } from './messages';
 import type { SearchField } from './params';
 
 /**
@@ -84,7 +85,7 @@ export interface ListQuery {
   limit: number;
   offset: number;
   identified: boolean | undefined;
-  sortBy: SortField;
+  sortBy: ProfileSortField;
   sortOrder: SortOrder;
 }
 
@@ -165,7 +166,7 @@ function item(r: ItemRow): ProfileListItem {
 }
 
 /** Sort columns by name: the only text that reaches ORDER BY (never the request's). */
-const SORT_COLUMNS: Readonly<Record<SortField, string>> = {
+const SORT_COLUMNS: Readonly<Record<ProfileSortField, string>> = {
   last_seen_at: 'p.last_seen_at',
   first_seen_at: 'p.first_seen_at',
   event_count: 'p.event_count',

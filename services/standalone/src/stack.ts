@@ -1,6 +1,7 @@
 import { createBus, prefixedTopics } from '@svc/bus';
 import { mountConsentApi } from '@svc/consent-api';
-import { ConnectorStore, forwarderMetrics, resolveSecretKey, startForwarder } from '@svc/conversion-forwarder';
+import { forwarderMetrics, resolveSecretKey, startForwarder } from '@svc/conversion-forwarder';
+import { qualifyingConversionNames } from '@svc/conversions';
 import { resolverMetrics, resolverPoolSize, startResolver } from '@svc/identity-resolver';
 import { mountGateway } from '@svc/ingest-gateway';
 import { mountProfileApi } from '@svc/profile-api';
@@ -59,7 +60,6 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
     lifecycle.registerFirst('resolver-db-pool', () => resolverDb.destroy());
     const resolverBus = await createBus(config, { db: resolverDb, databaseUrl, logger: logger.child({ component: 'bus', for: 'identity-resolver' }), metricsRegistry: metrics.registry });
     lifecycle.registerFirst('resolver-bus', () => resolverBus.close());
-    const connectors = new ConnectorStore(resolverDb);
     const resolver = await startResolver({
       db: resolverDb,
       bus: resolverBus,
@@ -68,7 +68,7 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
       metrics: resolverMetrics(metrics),
       consumers: config.RESOLVER_CONSUMERS,
       maxBatchSize: config.RESOLVER_BATCH_SIZE,
-      batch: { conversionNames: (orgId) => connectors.qualifyingNames(orgId) },
+      batch: { conversionNames: (orgId) => qualifyingConversionNames(resolverDb, orgId) },
     });
     lifecycle.registerFirst('identity-resolver', () => resolver.stop(), { timeoutMs: 30_000 });
     const forwarder = await startForwarder({

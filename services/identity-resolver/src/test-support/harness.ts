@@ -4,7 +4,7 @@ import type { InboundEvent, RawEventEnvelope, TopicSpec } from '@svc/contracts';
 import { AccountsStore, accountsMigrations, createDb, createMetrics, type Db, type Logger } from '@svc/runtime';
 import { createTestDatabase, testLogger, type TestDatabase } from '@svc/testkit';
 import { resolverMetrics, type ResolverMetrics } from '../metrics';
-import { identityMigrations } from '../migrations';
+import { identityMigrations } from '@svc/identity';
 import { startResolver, type RunningResolver, type StartResolverOptions } from '../start';
 
 /**

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import path from 'node:path';
-import { identityMigrations } from '@svc/identity-resolver';
+import { identityMigrations } from '@svc/identity';
 import {
   AccountsStore,
   accountsMigrations,
@@ -21,7 +21,6 @@ import {
 } from '@svc/runtime';
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { CursorCodec } from '../cursor';
-import { profileApiMigrations } from '../migrations';
 import { mountProfileApi } from '../routes-setup';
 
 /**
@@ -95,7 +94,7 @@ async function main(): Promise<void> {
   const db = createDb({ url, poolMax: POOL, applicationName: 'profile-bench' });
   let server: Awaited<ReturnType<typeof serveHttp>> | undefined;
   try {
-    await runMigrations(db, [accountsMigrations, rateLimitMigrations, identityMigrations, profileApiMigrations]);
+    await runMigrations(db, [accountsMigrations, rateLimitMigrations, identityMigrations]);
     const accounts = new AccountsStore(db);
     // BENCH_DATA_DIR keeps the cluster: a second run finds the organisation seeded and skips the seed.
     const existing = (await db('accounts.organizations').where({ name: 'bench' }).first('id')) as { id: string } | undefined;

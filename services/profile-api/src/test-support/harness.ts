@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { InboundEvent, RawEventEnvelope } from '@svc/contracts';
-import { identityMigrations, inTransactionWithRetry, processBatch } from '@svc/identity-resolver';
+import { identityMigrations, inTransactionWithRetry } from '@svc/identity';
+import { processBatch } from '@svc/identity-resolver';
 import {
   AccountsStore,
   accountsMigrations,
@@ -11,7 +12,6 @@ import {
   type RunningHttpServer,
 } from '@svc/runtime';
 import { createTestDatabase, testLogger, type TestDatabase } from '@svc/testkit';
-import { profileApiMigrations } from '../migrations';
 import { mountProfileApi } from '../routes-setup';
 
 export const TEST_CURSOR_SECRET = 'test-cursor-secret-of-at-least-32-characters';
@@ -53,7 +53,7 @@ export class ProfileApiHarness {
   }
 
   async setUp(): Promise<void> {
-    this.t = await createTestDatabase([accountsMigrations, rateLimitMigrations, identityMigrations, profileApiMigrations]);
+    this.t = await createTestDatabase([accountsMigrations, rateLimitMigrations, identityMigrations]);
     this.accounts = new AccountsStore(this.t.db);
     const logger = testLogger('profile-api-test');
     this.server = await serveHttp({

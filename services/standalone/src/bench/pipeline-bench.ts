@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { profileIdsFor } from '@svc/identity-resolver';
+import { profileIdsFor } from '@svc/identity';
 import { AccountsStore, createDb, ensureDatabase, env, freePort, loadConfigOrExit, runMigrations, startEmbeddedPostgres, type Db } from '@svc/runtime';
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';

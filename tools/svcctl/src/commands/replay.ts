@@ -1,7 +1,6 @@
 import { readToEnd } from '@svc/bus';
 import type { RawEventEnvelope } from '@svc/contracts';
 import { replayProjections } from '@svc/identity-resolver';
-import { profileApiMigrations } from '@svc/profile-api';
 import type { Command } from '../command';
 
 /**
@@ -19,7 +18,6 @@ export const replayCommands: Record<string, Command> = {
       const report = await replayProjections({
         db: ctx.db,
         logger: ctx.logger,
-        alsoApply: [profileApiMigrations],
         batch: { defaultPhoneCountryCode: v['phone-country-code'] ?? ctx.defaultPhoneCountryCode },
         source: (consume) =>
           readToEnd<RawEventEnvelope>(bus, topics.eventsRaw, (messages) => consume(messages.map((m) => m.value))),

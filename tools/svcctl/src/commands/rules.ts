@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { checkEngagementRules, formatProblem } from '@svc/contracts';
-import { getEngagementRules, setEngagementRules } from '@svc/identity-resolver';
+import { getEngagementRules, setEngagementRules } from '@svc/identity';
 import { AccountsStore, ValidationError } from '@svc/runtime';
 import { InvalidInputError, type Command } from '../command';
 

@@ -77,3 +77,15 @@ export async function currentEngagementScore(db: Db, orgId: string, profileId: s
   ])) as { rows: Array<{ score: number }> };
   return rows[0] === undefined ? undefined : Number(rows[0].score);
 }
+
+/**
+ * A subquery (two `?`: the organisation and a user id) selecting every
+ * anonymous id stitched to that user's live profile: how another service
+ * (the consent API) finds a user's anonymous past without knowing the
+ * identity tables.
+ */
+export const ANONYMOUS_IDS_OF_USER_SQL = `select a.signal_value from identity.identity_signals u
+         join identity.profiles p on p.id = u.profile_id
+         join identity.identity_signals a
+           on a.org_id = u.org_id and a.profile_id = coalesce(p.merged_into, p.id) and a.signal_type = 'anonymous_id'
+         where u.org_id = ? and u.signal_type = 'user_id' and u.signal_value = ?`;

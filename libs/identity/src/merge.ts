@@ -1,7 +1,6 @@
 import { NotFoundError, ValidationError, type Db } from '@svc/runtime';
-import { OUTBOX_INSERT, outboxRecords, profileChange, writeOutbox } from './outbox';
+import { OUTBOX_INSERT, outboxRecords, profileChange, writeOutbox } from './outbox-records';
 import { resolveProfileId } from './profiles';
-import type { MergeReason } from './resolve';
 import { holdOffReplay } from './replay-lock';
 import { ConcurrentWriteError, inTransactionWithRetry } from './retry';
 
@@ -9,6 +8,9 @@ import { ConcurrentWriteError, inTransactionWithRetry } from './retry';
  * The one merge routine, used by the resolver (identify, trait and alias
  * merges) and by the Profiles API's admin merge.
  */
+
+/** Why a merge happened: merges.reason. */
+export type MergeReason = 'identify' | 'trait' | 'alias' | 'admin';
 
 export interface MergeInput {
   orgId: string;

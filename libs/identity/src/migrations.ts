@@ -1,3 +1,4 @@
+import { PROFILE_SORT_FIELDS } from '@svc/contracts';
 import type { MigrationSet } from '@svc/runtime';
 
 /**
@@ -6,6 +7,19 @@ import type { MigrationSet } from '@svc/runtime';
  * routine it exports) writes here. Profile rows are never deleted: a profile
  * merged into another keeps its row with merged_into set, so its id and
  * canonical_id keep resolving to the survivor.
+ *
+ * Read indexes for the Profiles API (0004):
+ * - profiles: one partial index per list sort field over live profiles,
+ *   `(org_id, <field>, id)`, read forwards for asc and backwards for desc,
+ *   ties broken by id in the same direction; the count uses it too.
+ * - events: (org_id, profile_id, event_name, event_timestamp desc, id desc)
+ *   for the `event_name` filter, keyset-paged like the resolver's own
+ *   (org_id, profile_id, event_timestamp desc, id desc).
+ * - search: pg_trgm GIN indexes for partial (substring, ILIKE) matching on
+ *   identity_signals.signal_value and canonical_ids.canonical_id (written
+ *   once per profile; on identity.profiles every update of a profile added
+ *   entries to it). Exact search uses the primary key of identity_signals
+ *   and the (org_id, canonical_id) key of profiles.
  */
 export const identityMigrations: MigrationSet = {
   schema: 'identity',
@@ -224,6 +238,28 @@ export const identityMigrations: MigrationSet = {
           create trigger profiles_canonical_ids after insert on identity.profiles
             referencing new table as created
             for each statement execute function identity.add_canonical_ids();
+        `);
+      },
+    },
+    {
+      // The Profiles API's read indexes, which lived in a `profile_api` migration set of their own
+      // (0001 and 0002 there) until this schema's one owner took them: a database migrated by an
+      // earlier release has them already, and every statement here is idempotent.
+      name: '0004_read_indexes',
+      async up(db) {
+        const sorts = PROFILE_SORT_FIELDS.map(
+          (f) => `create index if not exists profiles_live_by_${f}_idx on identity.profiles (org_id, ${f}, id) where merged_into is null;`,
+        ).join('\n');
+        await db.raw(`
+          ${sorts}
+          create index if not exists events_profile_name_time_idx
+            on identity.events (org_id, profile_id, event_name, event_timestamp desc, id desc);
+          create extension if not exists pg_trgm;
+          create index if not exists identity_signals_value_trgm_idx
+            on identity.identity_signals using gin (signal_value gin_trgm_ops);
+          drop index if exists identity.profiles_canonical_id_trgm_idx;
+          create index if not exists canonical_ids_value_trgm_idx
+            on identity.canonical_ids using gin (canonical_id gin_trgm_ops);
         `);
       },
     },

@@ -1,0 +1,58 @@
+/**
+ * The identity schema's one library: every service that reads or writes
+ * `identity.*` does it through these, so a change to an identity table is
+ * made here and nowhere else.
+ */
+export { identityMigrations } from './migrations';
+export { UUID_PATTERN, eventIdFor, namedLockKey, profileIdsFor, signalLockKey, type ProfileIds } from './ids';
+export {
+  DEFAULT_PHONE_COUNTRY_CODE,
+  SIGNAL_CONFIDENCE,
+  SIGNAL_TYPES,
+  eventIdentity,
+  normaliseEmail,
+  normalisePhone,
+  personTraits,
+  signalKey,
+  signalsOf,
+  type EventIdentity,
+  type Signal,
+  type SignalType,
+} from './signals';
+export { ANONYMOUS_IDS_OF_USER_SQL, currentEngagementScore, engagementHalfLifeDays, engagementScoreSql, profileStats, resolveProfileId, type ProfileStats } from './profiles';
+export { adminMergeProfiles, mergeLockedProfiles, mergeProfiles, type AdminMergeInput, type MergeInput, type MergeReason } from './merge';
+export { HOLD_OFF_REPLAY, excludeWriters, holdOffReplay } from './replay-lock';
+export {
+  ConcurrentWriteError,
+  RetriesExhaustedError,
+  classifyFailure,
+  inTransactionWithRetry,
+  jittered,
+  type FailureKind,
+  type TransactionRetryOptions,
+} from './retry';
+export {
+  DEFAULT_COMPILED_RULES,
+  MAX_HALF_LIVES,
+  NEGLIGIBLE_SCORE,
+  combineEngagement,
+  compileEngagementRules,
+  conditionHolds,
+  decayScore,
+  eventPoints,
+  propertyAt,
+  scoringTime,
+  type CompiledEngagementRules,
+  type EngagementState,
+} from './engagement';
+export { compileStoredEngagementRules, getEngagementRules, setEngagementRules, type StoredEngagementRules } from './engagement-rules-store';
+export {
+  OUTBOX_INSERT,
+  outboxRecords,
+  profileChange,
+  resolvedEventRef,
+  writeOutbox,
+  type OutboxMessage,
+  type OutboxTopic,
+  type OutputTopics,
+} from './outbox-records';
