@@ -34,6 +34,7 @@ module.exports = {
     project('libs/testkit', '@svc/testkit'),
     project('libs/bus', '@svc/bus'),
     project('libs/identity', '@svc/identity'),
+    project('libs/conversions', '@svc/conversions'),
     project('libs/sdk-browser', '@svc/sdk-browser'),
     project('tools/svcctl', '@svc/svcctl'),
     project('services/standalone', '@svc/standalone'),

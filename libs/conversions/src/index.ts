@@ -2,10 +2,20 @@ import { DEFAULT_QUALIFYING_NAMES } from '@svc/contracts';
 import type { Db } from '@svc/runtime';
 
 /**
- * The conversion forwarder owns `conversions.*` (its migrations, every
- * write); this is the one way another service reads it. The identity
- * resolver asks it which event names to queue as conversion candidates.
+ * The `conversions` schema: its migrations, and the one way another service
+ * reads it. The conversion forwarder is its only writer. The identity
+ * resolver asks which event names to queue as conversion candidates; the
+ * Profiles API, whether a click ID is exhausted.
  */
+export { conversionsMigrations } from './migrations';
+
+/**
+ * SQL: true when the click (`alias`.org_id, click_type, click_id) has been
+ * exhausted by the forwarder (past its window, or refused by the platform
+ * as expired). For embedding in another service's read query.
+ */
+export const isClickExhaustedSql = (alias: string): string =>
+  `exists (select 1 from conversions.exhausted_click_ids x where x.org_id = ${alias}.org_id and x.click_type = ${alias}.click_type and x.click_id = ${alias}.click_id)`;
 
 /**
  * Every name that qualifies under the organisation's active connectors (a

@@ -19,7 +19,7 @@ export {
   type Signal,
   type SignalType,
 } from './signals';
-export { ANONYMOUS_IDS_OF_USER_SQL, currentEngagementScore, engagementHalfLifeDays, engagementScoreSql, profileStats, resolveProfileId, type ProfileStats } from './profiles';
+export { ANONYMOUS_IDS_OF_USER_SQL, clickIdsOfProfile, currentEngagementScore, engagementHalfLifeDays, engagementScoreSql, profileStats, resolveProfileId, type ProfileClick, type ProfileStats } from './profiles';
 export { adminMergeProfiles, mergeLockedProfiles, mergeProfiles, type AdminMergeInput, type MergeInput, type MergeReason } from './merge';
 export { HOLD_OFF_REPLAY, excludeWriters, holdOffReplay } from './replay-lock';
 export {

@@ -263,5 +263,13 @@ export const identityMigrations: MigrationSet = {
         `);
       },
     },
+    {
+      // Whether a click is exhausted is the conversion forwarder's to know and keep
+      // (conversions.exhausted_click_ids, which took the marks over in its 0002, run first).
+      name: '0005_click_exhaustion_to_the_forwarder',
+      async up(db) {
+        await db.raw('alter table identity.click_ids drop column if exists is_exhausted, drop column if exists exhausted_at');
+      },
+    },
   ],
 };

@@ -89,3 +89,23 @@ export const ANONYMOUS_IDS_OF_USER_SQL = `select a.signal_value from identity.id
          join identity.identity_signals a
            on a.org_id = u.org_id and a.profile_id = coalesce(p.merged_into, p.id) and a.signal_type = 'anonymous_id'
          where u.org_id = ? and u.signal_type = 'user_id' and u.signal_value = ?`;
+
+/** A click ID stored on a profile. */
+export interface ProfileClick {
+  type: string;
+  id: string;
+  firstSeenAt: Date;
+  lastSeenAt: Date;
+}
+
+/** The click IDs of the given types on the live profile `profileId` stands for (following a merge). */
+export async function clickIdsOfProfile(db: Db, orgId: string, profileId: string, types: readonly string[]): Promise<ProfileClick[]> {
+  const { rows } = await db.raw<{ rows: Array<{ click_type: string; click_id: string; first_seen_at: Date; last_seen_at: Date }> }>(
+    `select c.click_type, c.click_id, c.first_seen_at, c.last_seen_at
+     from identity.profiles p
+     join identity.click_ids c on c.org_id = p.org_id and c.profile_id = coalesce(p.merged_into, p.id)
+     where p.org_id = ? and p.id = ? and c.click_type = any(?)`,
+    [orgId, profileId, [...types]],
+  );
+  return rows.map((r) => ({ type: r.click_type, id: r.click_id, firstSeenAt: r.first_seen_at, lastSeenAt: r.last_seen_at }));
+}

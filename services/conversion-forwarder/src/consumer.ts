@@ -1,5 +1,6 @@
 import type { MessageBatch } from '@svc/bus';
 import type { ConversionCandidate } from '@svc/contracts';
+import { clickIdsOfProfile } from '@svc/identity';
 import type { Db, Logger } from '@svc/runtime';
 import type { ConnectorStore } from './connectors';
 import type { ForwarderMetrics } from './metrics';
@@ -65,25 +66,24 @@ export function createCandidateHandler(deps: CandidateHandlerDeps) {
 
 /** The click IDs of the profile the candidate names, or of the profile it was merged into since. */
 async function clicksOf(db: Db, orgId: string, profileId: string): Promise<StoredClick[]> {
-  const { rows } = await db.raw<{
-    rows: Array<{ click_type: string; click_id: string; first_seen_at: Date; last_seen_at: Date; is_exhausted: boolean }>;
-  }>(
-    `select c.click_type, c.click_id, c.first_seen_at, c.last_seen_at, c.is_exhausted
-     from identity.profiles p
-     join identity.click_ids c on c.org_id = p.org_id and c.profile_id = coalesce(p.merged_into, p.id)
-     where p.org_id = ? and p.id = ? and c.click_type = any(?)`,
-    [orgId, profileId, ALL_CLICK_TYPES],
+  const clicks = await clickIdsOfProfile(db, orgId, profileId, ALL_CLICK_TYPES);
+  if (clicks.length === 0) return [];
+  const { rows } = await db.raw<{ rows: Array<{ click_type: string; click_id: string }> }>(
+    `select click_type, click_id from conversions.exhausted_click_ids
+     where org_id = ? and (click_type, click_id) in (select * from unnest(?::text[], ?::text[]))`,
+    [orgId, clicks.map((c) => c.type), clicks.map((c) => c.id)],
   );
-  return rows.map((r) => ({ type: r.click_type, id: r.click_id, firstSeenAt: r.first_seen_at, lastSeenAt: r.last_seen_at, isExhausted: r.is_exhausted }));
+  const exhausted = new Set(rows.map((r) => `${r.click_type}\n${r.click_id}`));
+  return clicks.map((c) => ({ ...c, isExhausted: exhausted.has(`${c.type}\n${c.id}`) }));
 }
 
 /** Marks clicks exhausted (past their window, or refused by the platform); never clears the mark. */
 export async function markExhausted(db: Db, clicks: ReadonlyArray<{ orgId: string; type: string; id: string }>): Promise<void> {
   if (clicks.length === 0) return;
   await db.raw(
-    `update identity.click_ids c set is_exhausted = true, exhausted_at = now()
-     from unnest(?::uuid[], ?::text[], ?::text[]) as k (org_id, click_type, click_id)
-     where c.org_id = k.org_id and c.click_type = k.click_type and c.click_id = k.click_id and not c.is_exhausted`,
+    `insert into conversions.exhausted_click_ids (org_id, click_type, click_id)
+     select * from unnest(?::uuid[], ?::text[], ?::text[])
+     on conflict do nothing`,
     [clicks.map((c) => c.orgId), clicks.map((c) => c.type), clicks.map((c) => c.id)],
   );
 }

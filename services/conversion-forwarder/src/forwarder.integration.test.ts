@@ -2,13 +2,13 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createPostgresLogBus, prefixedTopics, type PostgresLogBus } from '@svc/bus';
 import type { InboundEvent, RawEventEnvelope } from '@svc/contracts';
+import { conversionsMigrations } from '@svc/conversions';
 import { identityMigrations } from '@svc/identity';
 import { startResolver, type RunningResolver } from '@svc/identity-resolver';
 import { AccountsStore, accountsMigrations, createMetrics } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, testLogger, type TestDatabase } from '@svc/testkit';
 import { ConnectorStore } from './connectors';
 import { forwarderMetrics, type ForwarderMetrics } from './metrics';
-import { conversionsMigrations } from './migrations';
 import { startCaptureServer, type CaptureServer, type ScriptedResponse } from './platforms/testing/capture-server';
 import { startForwarder, type RunningForwarder } from './start';
 
@@ -310,8 +310,11 @@ describeWithPostgres('conversion forwarder', () => {
     const old = visitor(o.orgId, { source: 'google', medium: 'cpc', gclid: 'OLD-GCLID' });
     const oldLanding = old.event({ type: 'page', properties: { name: 'Landing' }, context: { campaign: { gclid: 'OLD-GCLID' } } }, new Date(Date.now() - 95 * 86_400_000));
     await ingest([oldLanding, old.event({ type: 'track', event: 'purchase' })]);
-    const exhausted = async (clickId: string) =>
-      ((await t.db('identity.click_ids').where({ org_id: o.orgId, click_id: clickId }).first()) as { is_exhausted: boolean; exhausted_at: Date | null } | undefined);
+    // The forwarder's own record of exhausted clicks (conversions.exhausted_click_ids).
+    const exhausted = async (clickId: string) => {
+      const row = (await t.db('conversions.exhausted_click_ids').where({ org_id: o.orgId, click_id: clickId }).first()) as { exhausted_at: Date } | undefined;
+      return row && { is_exhausted: true, exhausted_at: row.exhausted_at };
+    };
     await waitFor('the old click exhausted', async () => (await exhausted('OLD-GCLID'))?.is_exhausted === true);
     expect((await exhausted('OLD-GCLID'))?.exhausted_at).toBeInstanceOf(Date);
 

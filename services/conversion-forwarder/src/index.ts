@@ -3,7 +3,6 @@ export * from './connectors';
 export * from './connector-config';
 export * from './delivery';
 export * from './metrics';
-export * from './migrations';
 export * from './plan';
 export * from './platforms/types';
 export * from './queue';

@@ -16,9 +16,9 @@ import { processBatch, type BatchOptions } from './process-batch';
  * replay already stored are skipped as duplicates. The old schema is kept,
  * renamed, for comparison or rollback.
  *
- * Not in the log, so carried over from the old tables: engagement rules, the
- * forwarder's is_exhausted marks, and admin merges (re-applied at the end, in
- * their order).
+ * Not in the log, so carried over from the old tables: engagement rules and
+ * admin merges (re-applied at the end, in their order). Exhausted clicks are
+ * the forwarder's, in its own schema, which a replay does not touch.
  */
 
 export interface ReplayOptions {
@@ -73,12 +73,6 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
 
     await trx.raw(
       `insert into identity.engagement_rules (org_id, rules, updated_at) select org_id, rules, updated_at from ??.engagement_rules`,
-      [previousSchema],
-    );
-    await trx.raw(
-      `update identity.click_ids c set is_exhausted = true, exhausted_at = p.exhausted_at
-       from ??.click_ids p
-       where p.is_exhausted and c.org_id = p.org_id and c.click_type = p.click_type and c.click_id = p.click_id`,
       [previousSchema],
     );
     const adminMerges = await reapplyAdminMerges(trx, previousSchema, o.logger);

@@ -1,5 +1,6 @@
 import { adminMergeProfiles, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
 import type { ProfileSortField } from '@svc/contracts';
+import { isClickExhaustedSql } from '@svc/conversions';
 import type { Db } from '@svc/runtime';
 import type { EventCursor } from './cursor';
 import { ProfileLimits, type SortOrder } from './messages';
@@ -326,7 +327,7 @@ export class ProfileStore {
                  from identity.fingerprints f where f.org_id = t.org_id and f.profile_id = t.id) as fingerprints,
                 (select coalesce(json_agg(json_build_object(
                    'click_type', c.click_type, 'click_id', c.click_id, 'campaign_source', c.campaign_source,
-                   'campaign_medium', c.campaign_medium, 'first_seen_at', ${isoSql('c.first_seen_at')}, 'is_exhausted', c.is_exhausted)
+                   'campaign_medium', c.campaign_medium, 'first_seen_at', ${isoSql('c.first_seen_at')}, 'is_exhausted', ${isClickExhaustedSql('c')})
                    order by c.first_seen_at desc, c.click_type, c.click_id), '[]'::json)
                  from identity.click_ids c where c.org_id = t.org_id and c.profile_id = t.id) as click_ids
          from t`,

@@ -1,8 +1,12 @@
 import { busMigrations } from '@svc/bus';
 import { consentMigrations } from '@svc/consent-api';
-import { conversionsMigrations } from '@svc/conversion-forwarder';
+import { conversionsMigrations } from '@svc/conversions';
 import { identityMigrations } from '@svc/identity';
 import { accountsMigrations, rateLimitMigrations, type MigrationSet } from '@svc/runtime';
 
-/** Every service's migrations, in the order they apply. */
-export const allMigrations: readonly MigrationSet[] = [accountsMigrations, rateLimitMigrations, busMigrations, identityMigrations, consentMigrations, conversionsMigrations];
+/**
+ * Every schema's migrations, in the order they apply. `conversions` comes
+ * before `identity`: its 0002 takes over the exhausted-click marks that
+ * identity 0005 then drops.
+ */
+export const allMigrations: readonly MigrationSet[] = [accountsMigrations, rateLimitMigrations, busMigrations, conversionsMigrations, identityMigrations, consentMigrations];

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { InboundEvent, RawEventEnvelope } from '@svc/contracts';
+import { conversionsMigrations } from '@svc/conversions';
 import { identityMigrations, inTransactionWithRetry } from '@svc/identity';
 import { processBatch } from '@svc/identity-resolver';
 import {
@@ -53,7 +54,7 @@ export class ProfileApiHarness {
   }
 
   async setUp(): Promise<void> {
-    this.t = await createTestDatabase([accountsMigrations, rateLimitMigrations, identityMigrations]);
+    this.t = await createTestDatabase([accountsMigrations, rateLimitMigrations, conversionsMigrations, identityMigrations]);
     this.accounts = new AccountsStore(this.t.db);
     const logger = testLogger('profile-api-test');
     this.server = await serveHttp({

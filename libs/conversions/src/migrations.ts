@@ -1,8 +1,9 @@
 import type { MigrationSet } from '@svc/runtime';
 
 /**
- * The forwarder's own schema: connectors (secrets encrypted, see secrets.ts)
- * and the delivery queue. Each queued conversion is a row written before any
+ * The conversion forwarder's schema, written by it alone: connectors (secrets
+ * sealed, see the forwarder's secrets.ts), the delivery queue and the clicks
+ * it has exhausted. Each queued conversion is a row written before any
  * call to a platform, so a restart resumes exactly where it stopped.
  */
 export const conversionsMigrations: MigrationSet = {
@@ -59,6 +60,34 @@ export const conversionsMigrations: MigrationSet = {
           create unique index queue_order_once on conversions.queue (org_id, platform, order_id) where order_id is not null;
           create index queue_due on conversions.queue (next_attempt_at) where status = 'queued';
           create index queue_by_org on conversions.queue (org_id, id desc);
+        `);
+      },
+    },
+    {
+      // Exhausted clicks are the forwarder's knowledge, so they live in its schema: before, the
+      // forwarder updated identity.click_ids, a table of the resolver's, and a replay had to carry
+      // its marks over. The marks already made come along; the identity columns are dropped by
+      // identity 0005, which runs after this (allMigrations puts this schema first).
+      name: '0002_exhausted_click_ids',
+      async up(db) {
+        await db.raw(`
+          create table conversions.exhausted_click_ids (
+            org_id uuid not null,
+            click_type text not null,
+            click_id text not null,
+            exhausted_at timestamptz not null default now(),
+            primary key (org_id, click_type, click_id)
+          );
+          do $$
+          begin
+            if exists (select 1 from information_schema.columns
+                       where table_schema = 'identity' and table_name = 'click_ids' and column_name = 'is_exhausted') then
+              insert into conversions.exhausted_click_ids (org_id, click_type, click_id, exhausted_at)
+                select org_id, click_type, click_id, coalesce(exhausted_at, now()) from identity.click_ids where is_exhausted
+                on conflict do nothing;
+            end if;
+          end
+          $$;
         `);
       },
     },
