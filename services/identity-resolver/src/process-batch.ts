@@ -167,7 +167,7 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   outbox.push(...conversionMessages(qualifying, contact, options));
   await trx.raw(
     `with usage as (
-       ${AccountsStore.USAGE_UPSERT.replace('?', ':usage')}
+       ${AccountsStore.usageUpsertSql(':usage')}
      ), outbox as (
        ${OUTBOX_INSERT.replace('?', ':outbox')}
      )

@@ -102,22 +102,29 @@ export class AccountsStore {
   /** Adds `count` new unique events to the month of `at`; runs inside the caller's transaction. */
   static async addUsage(trx: Db, orgId: string, at: Date, count: number): Promise<void> {
     if (count <= 0) return;
-    await trx.raw(AccountsStore.USAGE_UPSERT, [AccountsStore.usageRecords([{ orgId, at, count }])]);
+    await trx.raw(AccountsStore.usageUpsertSql('?'), [AccountsStore.usageRecords([{ orgId, at, count }])]);
   }
 
   /**
-   * addUsage for several (organisation, month) counts at once: USAGE_UPSERT
-   * with these rows as its one `?`, run as a statement of its own or as a
-   * data-modifying CTE of the caller's (one round trip with its other writes).
+   * addUsage for several (organisation, month) counts at once: the rows for
+   * usageUpsertSql, run as a statement of its own or as a data-modifying CTE
+   * of the caller's (one round trip with its other writes).
    */
   static usageRecords(entries: ReadonlyArray<{ orgId: string; at: Date; count: number }>): string {
     return JSON.stringify(entries.filter((e) => e.count > 0).map((e) => ({ org_id: e.orgId, month: monthStart(e.at), n: e.count })));
   }
 
-  /** See usageRecords. Rows are locked in (org, month) order, so concurrent callers cannot deadlock on them. */
-  static readonly USAGE_UPSERT = `insert into accounts.monthly_usage as u (org_id, month, unique_events)
-       select org_id, month, n from jsonb_to_recordset(?::jsonb) as r (org_id uuid, month date, n bigint) order by org_id, month
+  /**
+   * The one statement that writes accounts.monthly_usage, with usageRecords
+   * bound as `binding` (`?`, or a knex named binding such as `:usage` when it
+   * is a CTE of a larger statement). Rows are locked in (org, month) order,
+   * so concurrent callers cannot deadlock on them.
+   */
+  static usageUpsertSql(binding: '?' | `:${string}`): string {
+    return `insert into accounts.monthly_usage as u (org_id, month, unique_events)
+       select org_id, month, n from jsonb_to_recordset(${binding}::jsonb) as r (org_id uuid, month date, n bigint) order by org_id, month
        on conflict (org_id, month) do update set unique_events = u.unique_events + excluded.unique_events`;
+  }
 
   /** Creates a key; the returned `key` is the only time the secret exists outside the client. */
   async createApiKey(opts: NewKeyOptions): Promise<{ record: ApiKeyRecord; key: string }> {
