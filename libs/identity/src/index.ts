@@ -3,6 +3,7 @@
  * `identity.*` does it through these, so a change to an identity table is
  * made here and nowhere else.
  */
+export { identityConfigSpec } from './config';
 export { identityMigrations } from './migrations';
 export { UUID_PATTERN, eventIdFor, namedLockKey, profileIdsFor, signalLockKey, type ProfileIds } from './ids';
 export {

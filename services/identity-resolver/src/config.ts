@@ -1,4 +1,5 @@
 import { busConfigSpec } from '@svc/bus';
+import { identityConfigSpec } from '@svc/identity';
 import { env, httpServiceConfigSpec } from '@svc/runtime';
 
 /** Settings only the resolver has. */
@@ -22,12 +23,6 @@ export const resolverOwnConfigSpec = {
     min: 10,
     max: 60_000,
   }),
-  PHONE_DEFAULT_COUNTRY_CODE: env.int({
-    description: 'Country calling code assumed for a phone trait written without one (91 = India)',
-    default: 91,
-    min: 1,
-    max: 999,
-  }),
 };
 
 /** Everything the resolver reads when it runs as its own process (HTTP only serves /healthz, /readyz, /metrics). */
@@ -37,4 +32,5 @@ export const resolverConfigSpec = {
   RESOLVER_DB_POOL_MAX: env.int({ description: 'Database connections of the identity resolver', default: 10, min: 2, max: 200 }),
   ...busConfigSpec,
   ...resolverOwnConfigSpec,
+  ...identityConfigSpec,
 };

@@ -1,3 +1,4 @@
+import { identityConfigSpec } from '@svc/identity';
 import { env, type VarSpec } from '@svc/runtime';
 import { MIN_CURSOR_SECRET_LENGTH } from './cursor';
 
@@ -12,4 +13,5 @@ const cursorSecret: VarSpec<string | undefined> = {
 /** Settings only the Profiles API has; a composition root (its own main, or the standalone stack) spreads them in. */
 export const profileApiOwnConfigSpec = {
   CURSOR_SECRET: cursorSecret,
+  ...identityConfigSpec,
 };

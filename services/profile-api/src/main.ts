@@ -31,7 +31,14 @@ async function main(): Promise<void> {
     logger,
     metrics: createMetrics(),
     readiness: readinessFromChecks({ database: () => db.raw('select 1') }, { logger }),
-    mount: (router) => mountProfileApi(router, { db, logger, trustedProxies: config.TRUSTED_PROXIES, cursorSecret: config.CURSOR_SECRET }),
+    mount: (router) =>
+      mountProfileApi(router, {
+        db,
+        logger,
+        trustedProxies: config.TRUSTED_PROXIES,
+        cursorSecret: config.CURSOR_SECRET,
+        defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
+      }),
   });
   lifecycle.registerFirst('http', () => http.close());
   lifecycle.installSignalHandlers(process);

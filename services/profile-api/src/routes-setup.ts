@@ -15,6 +15,8 @@ export interface ProfileApiWiring {
    * do not work across replicas.
    */
   cursorSecret?: string | undefined;
+  /** PHONE_DEFAULT_COUNTRY_CODE: a searched phone is normalised as the resolver normalised the stored ones. */
+  defaultPhoneCountryCode?: string;
 }
 
 /** Builds the Profiles API's real dependencies and mounts `/v1-profiles` on `router`. */
@@ -26,7 +28,7 @@ export function mountProfileApi(router: Router, w: ProfileApiWiring): void {
   mountProfiles(router, {
     keys: new AccountsStore(w.db),
     rateLimiter: new PostgresRateLimiter(w.db),
-    store: new ProfileStore(w.db),
+    store: new ProfileStore(w.db, w.defaultPhoneCountryCode),
     cursors,
     trustedProxies: w.trustedProxies,
     logger: w.logger,

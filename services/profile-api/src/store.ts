@@ -1,4 +1,4 @@
-import { adminMergeProfiles, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
+import { DEFAULT_PHONE_COUNTRY_CODE, adminMergeProfiles, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
 import type { ProfileSortField } from '@svc/contracts';
 import { isClickExhaustedSql } from '@svc/conversions';
 import type { Db } from '@svc/runtime';
@@ -220,7 +220,11 @@ function liveTarget(orgId: string, ref: string): { sql: string; params: Bind[] }
 const canNameAProfile = (ref: string): boolean => ref !== '' && ref.length <= ProfileLimits.maxIdLength && !ref.includes('\u0000');
 
 export class ProfileStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** PHONE_DEFAULT_COUNTRY_CODE, as the resolver normalised the stored phones with it. */
+    private readonly defaultPhoneCountryCode = DEFAULT_PHONE_COUNTRY_CODE,
+  ) {}
 
   /**
    * The live profile `idOrCanonical` (UUID or canonical_id) stands for in the
@@ -459,7 +463,7 @@ export class ProfileStore {
           hits.push(`select c.profile_id as id from identity.canonical_ids c where c.org_id = ? and c.canonical_id ilike ? escape '\\'`);
           params.push(orgId, pattern(q.value));
         } else {
-          const phone = normalisePhone(q.value);
+          const phone = normalisePhone(q.value, this.defaultPhoneCountryCode);
           const pairs: Array<[string, string]> = [
             ['user_id', q.value],
             ['anonymous_id', q.value],

@@ -68,7 +68,10 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
       metrics: resolverMetrics(metrics),
       consumers: config.RESOLVER_CONSUMERS,
       maxBatchSize: config.RESOLVER_BATCH_SIZE,
-      batch: { conversionNames: (orgId) => qualifyingConversionNames(resolverDb, orgId) },
+      batch: {
+        defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
+        conversionNames: (orgId) => qualifyingConversionNames(resolverDb, orgId),
+      },
     });
     lifecycle.registerFirst('identity-resolver', () => resolver.stop(), { timeoutMs: 30_000 });
     const forwarder = await startForwarder({
@@ -98,7 +101,13 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
           trustedProxies: config.TRUSTED_PROXIES,
           upgradeUrl: config.UPGRADE_URL,
         });
-        mountProfileApi(router, { db, logger, trustedProxies: config.TRUSTED_PROXIES, cursorSecret: config.CURSOR_SECRET });
+        mountProfileApi(router, {
+          db,
+          logger,
+          trustedProxies: config.TRUSTED_PROXIES,
+          cursorSecret: config.CURSOR_SECRET,
+          defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
+        });
         const consentPublisher = mountConsentApi(router, {
           db,
           bus,

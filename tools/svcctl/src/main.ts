@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { busConfigSpec, createBus, prefixedTopics, type Bus } from '@svc/bus';
-import { resolverOwnConfigSpec } from '@svc/identity-resolver';
+import { identityConfigSpec } from '@svc/identity';
 import {
   AppError,
   createDb,
@@ -29,7 +29,7 @@ const configSpec = {
   ...connectorKeyConfigSpec,
   // `replay` reads the log the services write.
   ...busConfigSpec,
-  PHONE_DEFAULT_COUNTRY_CODE: resolverOwnConfigSpec.PHONE_DEFAULT_COUNTRY_CODE,
+  ...identityConfigSpec,
   // stderr carries the result's error object: only errors besides it, by default.
   LOG_LEVEL: { ...httpServiceConfigSpec.LOG_LEVEL, default: 'error' as const },
 };

@@ -42,6 +42,9 @@ export interface Reply {
  * never share a rate-limit bucket, the rate-limit suites pick theirs.
  */
 export class ProfileApiHarness {
+  /** @param phoneCountryCode PHONE_DEFAULT_COUNTRY_CODE of this deployment: the resolver's and the Profiles API's. */
+  constructor(private readonly phoneCountryCode?: string) {}
+
   t!: TestDatabase;
   server!: RunningHttpServer;
   accounts!: AccountsStore;
@@ -62,7 +65,14 @@ export class ProfileApiHarness {
       logger,
       metrics: createMetrics({ collectDefaultMetrics: false }),
       readiness: async () => ({ checks: {} }),
-      mount: (router) => mountProfileApi(router, { db: this.t.db, logger, trustedProxies: ['127.0.0.1'], cursorSecret: TEST_CURSOR_SECRET }),
+      mount: (router) =>
+        mountProfileApi(router, {
+          db: this.t.db,
+          logger,
+          trustedProxies: ['127.0.0.1'],
+          cursorSecret: TEST_CURSOR_SECRET,
+          ...(this.phoneCountryCode ? { defaultPhoneCountryCode: this.phoneCountryCode } : {}),
+        }),
     });
     this.base = `${this.server.url}/functions/v1/v1-profiles`;
   }
@@ -98,7 +108,7 @@ export class ProfileApiHarness {
 
   /** Runs the resolver's batch routine on the envelopes, in one retried transaction, as its consumer does. */
   async ingest(envelopes: readonly RawEventEnvelope[], db: Db = this.db): Promise<void> {
-    await inTransactionWithRetry(db, (trx) => processBatch(trx, envelopes));
+    await inTransactionWithRetry(db, (trx) => processBatch(trx, envelopes, this.phoneCountryCode ? { defaultPhoneCountryCode: this.phoneCountryCode } : {}));
   }
 
   /** The live profile that owns a signal. */
