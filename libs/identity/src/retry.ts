@@ -1,4 +1,4 @@
-import type { Db } from '@svc/runtime';
+import { isDatabaseUnavailable, type Db } from '@svc/runtime';
 
 /**
  * Which failures are worth trying again, and how. Three kinds:
@@ -32,25 +32,16 @@ export class RetriesExhaustedError extends Error {
 // 23505: every insert here is either on-conflict or keyed by an id derived from a signal the
 // batch holds the lock of, so a unique violation means a concurrent writer, not bad data.
 const CONFLICT_CODES = new Set(['40001', '40P01', '55P03', '23505']);
-// 08: connection; 53: insufficient resources; 57P0x: shutting down / starting; 57014: statement
-// timeout or cancel; 58: system error; 42: a missing table or column (not migrated yet) or a bad
-// statement, a deployment problem no event is to blame for; 3F000: missing schema.
-const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '57P04', '57014', '3F000']);
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-const UNAVAILABLE_MESSAGE = /Connection terminated|connection error|not queryable|Timeout acquiring a connection|Client was closed|pool is probably full/i;
 
 /** Duck-typed (errors may come from another realm under jest), following causes. */
 export function classifyFailure(err: unknown, depth = 0): FailureKind {
   if (typeof err !== 'object' || err === null || depth > 4) return 'data';
   if (err instanceof ConcurrentWriteError) return 'conflict';
   if (err instanceof RetriesExhaustedError) return 'unavailable';
-  const { code, name, message, cause } = err as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown };
-  if (typeof code === 'string') {
-    if (CONFLICT_CODES.has(code)) return 'conflict';
-    if (UNAVAILABLE_CODES.has(code) || NETWORK_CODES.has(code) || /^(08|42|53|58)/.test(code)) return 'unavailable';
-  }
-  if (name === 'KnexTimeoutError' || name === 'BusUnavailableError' || name === 'UnavailableError') return 'unavailable';
-  if (typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message)) return 'unavailable';
+  const { code, name, cause } = err as { code?: unknown; name?: unknown; cause?: unknown };
+  if (typeof code === 'string' && CONFLICT_CODES.has(code)) return 'conflict';
+  // The database's unavailability is runtime's one answer (the Postgres-backed log asks it too); the log's is the bus's.
+  if (isDatabaseUnavailable(err) || name === 'BusUnavailableError' || name === 'UnavailableError') return 'unavailable';
   return cause === undefined ? 'data' : classifyFailure(cause, depth + 1);
 }
 

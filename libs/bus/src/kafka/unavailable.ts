@@ -1,3 +1,4 @@
+import { NETWORK_ERROR_CODES } from '@svc/runtime';
 import { BusUnavailableError } from '../errors';
 import { withDeadline } from '../shared';
 
@@ -14,18 +15,8 @@ const UNAVAILABLE_NAMES = new Set([
   'KafkaJSGroupCoordinatorNotFound',
 ]);
 
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-  'ERR_NETWORK',
-]);
+/** Node's socket errors (runtime's one list), and axios's for the registry client. */
+const NETWORK_CODES: ReadonlySet<string> = new Set([...NETWORK_ERROR_CODES, 'ERR_NETWORK']);
 
 /**
  * Whether an error (from kafkajs or from the schema registry client) means

@@ -1,6 +1,5 @@
 import pg from 'pg';
-import type { Db } from '@svc/runtime';
-
+import { isDatabaseUnavailable, type Db } from '@svc/runtime';
 
 /**
  * Settings for the adapter's own sessions (LISTEN, and one per consumer for
@@ -47,39 +46,8 @@ export async function closeQuietly(client: pg.Client | undefined): Promise<void>
   await client?.end().catch(() => undefined);
 }
 
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-]);
-// SQLSTATEs meaning "the server cannot serve you now": shutdown, starting up, too many connections, ...
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '57014' /* statement timeout */]);
-const UNAVAILABLE_MESSAGES = /Connection terminated|connection error|not queryable|Timeout acquiring a connection/i;
-
-/** Whether an error means the database cannot be reached (worth retrying later), not that the request is bad. */
-export function isUnavailable(err: unknown, depth = 0): boolean {
-  // Duck-typed, not `instanceof Error`: errors from node's net module may come from another realm (e.g. under jest).
-  if (typeof err !== 'object' || err === null || depth > 4) return false;
-  const { code, name, message, cause, errors } = err as {
-    code?: unknown;
-    name?: unknown;
-    message?: unknown;
-    cause?: unknown;
-    errors?: unknown;
-  };
-  if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATES.has(code) || code.startsWith('08'))) {
-    return true;
-  }
-  if (name === 'KnexTimeoutError' || (typeof message === 'string' && UNAVAILABLE_MESSAGES.test(message))) return true;
-  // Node wraps failed attempts to connect to several addresses in an AggregateError.
-  const nested = Array.isArray(errors) ? (errors as unknown[]) : [];
-  return [cause, ...nested].some((e) => isUnavailable(e, depth + 1));
-}
+/** Whether an error means the database cannot be reached (worth retrying later), not that the request is bad: runtime's one answer. */
+export const isUnavailable = (err: unknown): boolean => isDatabaseUnavailable(err);
 
 /** An awaitable wake-up: `wait` ends at the timeout or at `wake()`, and a wake that came early is not lost. */
 export class Signal {
