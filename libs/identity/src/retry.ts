@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable, type Db } from '@svc/runtime';
+import { UnavailableError, isDatabaseUnavailable, isStatementMismatch, type Db } from '@svc/runtime';
 
 /**
  * Which failures are worth trying again, and how. Three kinds:
@@ -22,10 +22,9 @@ export class ConcurrentWriteError extends Error {
 }
 
 /** The transaction kept conflicting; the batch should come again later. */
-export class RetriesExhaustedError extends Error {
+export class RetriesExhaustedError extends UnavailableError {
   constructor(attempts: number, options: { cause: unknown }) {
     super(`transaction still conflicting after ${attempts} attempts`, options);
-    this.name = 'RetriesExhaustedError';
   }
 }
 
@@ -41,7 +40,8 @@ export function classifyFailure(err: unknown, depth = 0): FailureKind {
   const { code, name, cause } = err as { code?: unknown; name?: unknown; cause?: unknown };
   if (typeof code === 'string' && CONFLICT_CODES.has(code)) return 'conflict';
   // The database's unavailability is runtime's one answer (the Postgres-backed log asks it too); the log's is the bus's.
-  if (isDatabaseUnavailable(err) || name === 'BusUnavailableError' || name === 'UnavailableError') return 'unavailable';
+  // A statement that does not fit the database (not migrated yet, or a bug) is no event's fault either: retry later.
+  if (isDatabaseUnavailable(err) || isStatementMismatch(err) || name === 'BusUnavailableError' || name === 'UnavailableError') return 'unavailable';
   return cause === undefined ? 'data' : classifyFailure(cause, depth + 1);
 }
 

@@ -1,7 +1,7 @@
 export * from './errors';
 export * from './config/config';
 export * from './db/db';
-export { NETWORK_ERROR_CODES, isDatabaseUnavailable } from './db/unavailable';
+export { NETWORK_ERROR_CODES, isDatabaseUnavailable, isStatementMismatch } from './db/unavailable';
 export * from './db/migrations';
 export * from './db/embedded-postgres';
 export * from './accounts/api-keys';

@@ -1,6 +1,5 @@
-import { Router, type ErrorRequestHandler, type Request } from 'express';
+import { Router, type Request } from 'express';
 import { BodyLimitHints, Limits, Messages, toStorable } from '@svc/contracts';
-import { classifyFailure } from '@svc/identity';
 import {
   HttpError,
   KeyRequirements,
@@ -168,29 +167,8 @@ export function mountProfiles(router: Router, deps: ProfileRoutesDeps): void {
   });
 
   r.use(notFound());
-  r.use(unavailableAs503);
   router.use('/v1-profiles', r);
 }
-
-/**
- * The database cannot serve us right now (connections refused or exhausted,
- * shutting down, a merge that kept conflicting): 503 with Retry-After, as the
- * spec's transient-backend answer. A bad statement (SQLSTATE class 42) is our
- * bug, not a transient state: it stays a 500.
- */
-const unavailableAs503: ErrorRequestHandler = (err: unknown, _req, _res, next) => {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (!(err instanceof HttpError) && !(typeof code === 'string' && code.startsWith('42')) && classifyFailure(err) === 'unavailable') {
-    next(
-      new HttpError(503, Messages.serviceUnavailable, {
-        headers: { 'Retry-After': String(Limits.retryAfterUnavailableSeconds) },
-        cause: err,
-      }),
-    );
-    return;
-  }
-  next(err);
-};
 
 export interface MergeBody {
   source: string;

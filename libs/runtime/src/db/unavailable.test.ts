@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { isDatabaseUnavailable } from './unavailable';
+import { isDatabaseUnavailable, isStatementMismatch } from './unavailable';
 
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 
@@ -13,8 +13,8 @@ describe('isDatabaseUnavailable: the SQL codes agreed once', () => {
     ['starting up (57P03)', pgError('57P03'), true],
     ['statement timeout (57014)', pgError('57014'), true],
     ['system error (58030)', pgError('58030'), true],
-    ['table not migrated yet (42P01)', pgError('42P01'), true],
-    ['schema not migrated yet (3F000)', pgError('3F000'), true],
+    ['table not migrated yet (42P01): a mismatch, not an outage', pgError('42P01'), false],
+    ['schema not migrated yet (3F000): likewise', pgError('3F000'), false],
     ['knex pool timeout', Object.assign(new Error('Knex: Timeout acquiring a connection. The pool is probably full.'), { name: 'KnexTimeoutError' }), true],
     ['connection terminated, by message', new Error('Connection terminated unexpectedly'), true],
     ['wrapped in a cause', new Error('query failed', { cause: pgError('57P01') }), true],
@@ -27,5 +27,19 @@ describe('isDatabaseUnavailable: the SQL codes agreed once', () => {
     ['not an error at all', 'ECONNREFUSED', false],
   ])('%s', (_name, err, expected) => {
     expect(isDatabaseUnavailable(err)).toBe(expected);
+  });
+});
+
+describe('isStatementMismatch', () => {
+  it.each([
+    ['undefined table (42P01)', pgError('42P01'), true],
+    ['undefined column (42703)', pgError('42703'), true],
+    ['syntax error (42601)', pgError('42601'), true],
+    ['missing schema (3F000)', pgError('3F000'), true],
+    ['wrapped in a cause', new Error('query failed', { cause: pgError('42P01') }), true],
+    ['an outage (57P01)', pgError('57P01'), false],
+    ['bad data (22008)', pgError('22008'), false],
+  ])('%s', (_name, err, expected) => {
+    expect(isStatementMismatch(err)).toBe(expected);
   });
 });

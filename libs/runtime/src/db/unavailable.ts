@@ -22,12 +22,27 @@ export const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set([
  * SQLSTATE classes and codes that mean the server cannot serve us now:
  * 08 connection exception; 53 insufficient resources (too many
  * connections, out of memory or disk); 57P01-57P04 shutting down, starting
- * up; 57014 statement timeout or cancel; 58 system error; 3F000 and 42 a
- * schema, table or column missing (not migrated yet: a deployment problem no
- * input is to blame for).
+ * up; 57014 statement timeout or cancel; 58 system error.
  */
-const UNAVAILABLE_CLASSES = /^(08|53|58|42)/;
-const UNAVAILABLE_SQLSTATES: ReadonlySet<string> = new Set(['57P01', '57P02', '57P03', '57P04', '57014', '3F000']);
+const UNAVAILABLE_CLASSES = /^(08|53|58)/;
+const UNAVAILABLE_SQLSTATES: ReadonlySet<string> = new Set(['57P01', '57P02', '57P03', '57P04', '57014']);
+
+/**
+ * SQLSTATE class 42 and 3F000: the statement does not fit the database (a
+ * schema, table or column missing, or a statement that is wrong). Not
+ * transient, so no 503; but no input is to blame either: the database is not
+ * migrated yet, or the code has a bug.
+ */
+const MISMATCH_CLASS = /^42/;
+const MISMATCH_SQLSTATES: ReadonlySet<string> = new Set(['3F000']);
+
+/** Whether `err` says the statement does not fit the database (see MISMATCH_CLASS), following causes. */
+export function isStatementMismatch(err: unknown, depth = 0): boolean {
+  if (typeof err !== 'object' || err === null || depth > 4) return false;
+  const { code, cause } = err as { code?: unknown; cause?: unknown };
+  if (typeof code === 'string' && code.length === 5 && (MISMATCH_CLASS.test(code) || MISMATCH_SQLSTATES.has(code))) return true;
+  return isStatementMismatch(cause, depth + 1);
+}
 
 /** What pg and knex say when the connection or the pool failed, without a code. */
 const UNAVAILABLE_MESSAGES = /Connection terminated|connection error|not queryable|Timeout acquiring a connection|Client was closed|pool is probably full/i;

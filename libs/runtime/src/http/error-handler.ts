@@ -1,5 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
-import { BodyLimitHints, Messages } from '@svc/contracts';
+import { BodyLimitHints, Headers, Limits, Messages } from '@svc/contracts';
+import { isDatabaseUnavailable } from '../db/unavailable';
+import { UnavailableError } from '../errors';
 import type { Logger } from '../logging';
 import { payloadTooLarge, stopReading } from './body-limit';
 import { HttpError } from './http-error';
@@ -51,7 +53,7 @@ export function errorHandler(logger: Logger, mapError?: ErrorMapper): ErrorReque
       res.destroy();
       return;
     }
-    const known = err instanceof HttpError ? err : (mapError?.(err) ?? fromFrameworkError(err));
+    const known = err instanceof HttpError ? err : (mapError?.(err) ?? unavailableAs503(err) ?? fromFrameworkError(err));
     if (known === undefined) {
       log.error({ err }, 'unhandled error');
       sendJson(res, 500, { success: false, error: Messages.internalError });
@@ -81,6 +83,21 @@ function writeHttpError(res: Response, err: HttpError): void {
     ...err.body,
   };
   sendJson(res, err.status, envelope);
+}
+
+/**
+ * The spec's transient-backend answer, for every service: the database
+ * cannot serve us right now (connections refused or exhausted, shutting
+ * down, a transaction that kept conflicting) → 503 with Retry-After. A
+ * statement that does not fit the database stays a 500: that is a bug or a
+ * missing migration, not a state that passes.
+ */
+function unavailableAs503(err: unknown): HttpError | undefined {
+  if (!(err instanceof UnavailableError) && !isDatabaseUnavailable(err)) return undefined;
+  return new HttpError(503, Messages.serviceUnavailable, {
+    headers: { [Headers.retryAfter]: String(Limits.retryAfterUnavailableSeconds) },
+    cause: err,
+  });
 }
 
 /**
