@@ -3,18 +3,13 @@ import { BodyLimitHints, ConsentMessages, Limits, checkConsentDecision } from '@
 import {
   HttpError,
   KeyRequirements,
-  authenticate,
-  clientIp,
+  admit,
   methodNotAllowed,
-  perIpRateLimited,
-  perOrgIpRule,
   readJsonBody,
   rejectOversizedContentLength,
   sendJson,
-  type KeyRequirement,
   type KeyVerifier,
   type RateLimiter,
-  type VerifiedKey,
 } from '@svc/runtime';
 import type { ConsentPublisher } from './publisher';
 import type { ConsentStore, HistoryCursor, StoredRecord, Subject } from './store';
@@ -36,17 +31,11 @@ const HISTORY = { defaultLimit: 50, maxLimit: 200 };
  * recorded, not enforced at ingestion: see docs/architecture.md.
  */
 export function mountConsent(router: Router, deps: ConsentDeps): void {
-  /** Authentication, then the shared 60 per minute per (org, IP) bucket of both methods. */
-  const admit = async (req: Request, requirement: KeyRequirement): Promise<{ key: VerifiedKey; ip: string }> => {
-    const ip = clientIp(req, deps.trustedProxies);
-    const key = await authenticate({ headers: req.headers, clientIp: ip }, deps.keys, requirement);
-    const [verdict] = await deps.rateLimiter.hit([perOrgIpRule('consent', key, ip, Limits.rate.consentPerOrgIp)]);
-    if (verdict && !verdict.allowed) throw perIpRateLimited(verdict);
-    return { key, ip };
-  };
+  /** Both methods share one 60 per minute per (org, IP) bucket. */
+  const BUCKET = { endpoint: 'consent', limit: Limits.rate.consentPerOrgIp };
 
   router.post('/v1-consent', rejectOversizedContentLength(LIMIT, BodyLimitHints.generic), async (req, res) => {
-    const { key, ip } = await admit(req, KeyRequirements.write);
+    const { key, ip } = await admit(req, deps, KeyRequirements.write, BUCKET);
     const checked = checkConsentDecision(await readJsonBody(req, { limitBytes: LIMIT, hint: BodyLimitHints.generic }));
     if (!checked.ok) throw new HttpError(400, checked.message);
     const record = await deps.store.record({
@@ -61,7 +50,7 @@ export function mountConsent(router: Router, deps: ConsentDeps): void {
   });
 
   router.get('/v1-consent', async (req, res) => {
-    const { key } = await admit(req, KeyRequirements.read);
+    const { key } = await admit(req, deps, KeyRequirements.read, BUCKET);
     const subject = subjectOf(req);
     const limit = limitOf(req.query.limit);
     const after = cursorOf(req.query.cursor);

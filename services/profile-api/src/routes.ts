@@ -5,19 +5,14 @@ import {
   KeyRequirements,
   NotFoundError,
   ValidationError,
-  authenticate,
-  clientIp,
+  admit,
   notFound,
-  perIpRateLimited,
-  perOrgIpRule,
   readJsonBody,
   rejectOversizedContentLength,
   sendJson,
-  type KeyRequirement,
   type KeyVerifier,
   type Logger,
   type RateLimiter,
-  type VerifiedKey,
 } from '@svc/runtime';
 import type { CursorCodec } from './cursor';
 import { ProfileLimits, ProfileMessages } from './messages';
@@ -41,7 +36,6 @@ export const RateBuckets = {
   read: { endpoint: 'profiles', limit: Limits.rate.profilesReadPerOrgIp },
   merge: { endpoint: 'profiles-merge', limit: Limits.rate.profilesMergePerOrgIp },
 } as const;
-type Bucket = (typeof RateBuckets)[keyof typeof RateBuckets];
 
 /**
  * The Profiles API under `/v1-profiles` (mounted as a router of its own, so
@@ -63,14 +57,7 @@ type Bucket = (typeof RateBuckets)[keyof typeof RateBuckets];
 export function mountProfiles(router: Router, deps: ProfileRoutesDeps): void {
   const r = Router();
 
-  const admit = async (req: Request, requirement: KeyRequirement, bucket: Bucket): Promise<VerifiedKey> => {
-    const ip = clientIp(req, deps.trustedProxies);
-    const key = await authenticate({ headers: req.headers, clientIp: ip }, deps.keys, requirement);
-    const [verdict] = await deps.rateLimiter.hit([perOrgIpRule(bucket.endpoint, key, ip, bucket.limit)]);
-    if (verdict && !verdict.allowed) throw perIpRateLimited(verdict);
-    return key;
-  };
-  const read = (req: Request) => admit(req, KeyRequirements.read, RateBuckets.read);
+  const read = async (req: Request) => (await admit(req, deps, KeyRequirements.read, RateBuckets.read)).key;
 
   /** The read of the live profile `:id` stands for, or 404 `Profile not found`. */
   const found = <T>(value: T | undefined): T => {
@@ -96,7 +83,7 @@ export function mountProfiles(router: Router, deps: ProfileRoutesDeps): void {
   });
 
   r.post('/merge', async (req, res) => {
-    const key = await admit(req, KeyRequirements.admin, RateBuckets.merge);
+    const { key } = await admit(req, deps, KeyRequirements.admin, RateBuckets.merge);
     const body = checkMergeBody(await readJsonBody(req, { limitBytes: BODY_LIMIT, hint: HINT }));
     if (body.source === body.target) throw new HttpError(400, ProfileMessages.mergeIntoItself);
     const actor = `admin-key:${key.keyId}`;

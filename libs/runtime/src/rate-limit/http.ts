@@ -1,7 +1,9 @@
 import { ErrorCodes, Headers, Messages } from '@svc/contracts';
-import { HttpError } from '../http';
+import type { IncomingMessage } from 'node:http';
+import { HttpError, clientIp } from '../http';
 import type { VerifiedKey } from '../accounts/store';
-import type { RateLimitRule, RateLimitVerdict } from './rate-limiter';
+import { authenticate, type KeyRequirement, type KeyVerifier } from '../auth/authenticate';
+import type { RateLimitRule, RateLimitVerdict, RateLimiter } from './rate-limiter';
 
 /**
  * The per-(organisation, client IP) rule of an endpoint: its default limit,
@@ -29,4 +31,30 @@ export function perIpRateLimited(v: RateLimitVerdict): HttpError {
     code: ErrorCodes.rateLimited,
     headers: rateLimitHeaders(v),
   });
+}
+
+/** What a route needs to admit a request: who can verify keys, where the counters live, which proxies to believe. */
+export interface AdmissionDeps {
+  keys: KeyVerifier;
+  rateLimiter: RateLimiter;
+  trustedProxies: readonly string[];
+}
+
+/**
+ * The front door of a route with a per-(organisation, client IP) bucket, in
+ * the spec's order: authentication (key type and allowlists), then the
+ * bucket's limit tightened by the key's cap (429 `rate_limited`). Returns the
+ * key and the client address it was judged by.
+ */
+export async function admit(
+  req: IncomingMessage,
+  deps: AdmissionDeps,
+  requirement: KeyRequirement,
+  bucket: { endpoint: string; limit: number },
+): Promise<{ key: VerifiedKey; ip: string }> {
+  const ip = clientIp(req, deps.trustedProxies);
+  const key = await authenticate({ headers: req.headers, clientIp: ip }, deps.keys, requirement);
+  const [verdict] = await deps.rateLimiter.hit([perOrgIpRule(bucket.endpoint, key, ip, bucket.limit)]);
+  if (verdict && !verdict.allowed) throw perIpRateLimited(verdict);
+  return { key, ip };
 }
