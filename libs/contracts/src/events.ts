@@ -69,3 +69,7 @@ export const BatchBodySchema = Type.Object(
   { $id: 'BatchBody', additionalProperties: true },
 );
 export type BatchBody = Static<typeof BatchBodySchema>;
+
+/** Every click-ID field of `context.campaign` the spec lists, in the spec's order. */
+export const CLICK_ID_TYPES = ['gclid', 'fbclid', 'ttclid', 'msclkid', 'li_fat_id', 'gbraid', 'wbraid', 'twclid', 'igshid', 'epik', 'dclid', 'rdt_cid', 'gad_source'] as const;
+export type ClickType = (typeof CLICK_ID_TYPES)[number];

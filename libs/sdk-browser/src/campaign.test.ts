@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { CLICK_ID_TYPES } from '@svc/contracts';
 import { CLICK_IDS, extendReferrerChain, hostOf, MAX_REFERRER_CHAIN, parseCampaign } from './campaign';
 
 describe('campaign', () => {
@@ -13,6 +14,7 @@ describe('campaign', () => {
       ...Object.fromEntries(CLICK_IDS.map((k) => [k, `v_${k}`])),
     });
     expect(CLICK_IDS).toEqual(['gclid', 'fbclid', 'ttclid', 'msclkid', 'li_fat_id', 'gbraid', 'wbraid', 'twclid', 'igshid', 'epik', 'dclid', 'rdt_cid', 'gad_source']);
+    expect(CLICK_IDS).toEqual(CLICK_ID_TYPES);
   });
 
   it('ignores empty values and keeps the first of repeated parameters', () => {

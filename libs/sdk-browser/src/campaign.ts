@@ -1,7 +1,12 @@
 import type { ReferrerEntry } from './types';
 import { decode } from './util';
 
-/** Platform click IDs kept on campaign context (and never redacted). */
+/**
+ * Platform click IDs kept on campaign context (and never redacted): the
+ * spec's list, CLICK_ID_TYPES in @svc/contracts, written out here so the
+ * script-tag build carries no code of contracts; campaign.test.ts holds the
+ * two equal.
+ */
 export const CLICK_IDS: readonly string[] = [
   'gclid', 'fbclid', 'ttclid', 'msclkid', 'li_fat_id', 'gbraid', 'wbraid', 'twclid', 'igshid', 'epik', 'dclid', 'rdt_cid', 'gad_source',
 ];

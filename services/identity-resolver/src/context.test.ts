@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { CLICK_ID_TYPES, clickIdsOf, earlierTouch, fingerprintOf, laterTouch, sessionIdOf, storedContext, touchOf } from './context';
+import { CLICK_ID_TYPES } from '@svc/contracts';
+import { clickIdsOf, earlierTouch, fingerprintOf, laterTouch, sessionIdOf, storedContext, touchOf } from './context';
 
 const at = '2026-01-01T00:00:00.000Z';
 

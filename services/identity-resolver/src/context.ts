@@ -1,27 +1,9 @@
-import { grantsFingerprinting } from '@svc/contracts';
+import { CLICK_ID_TYPES, grantsFingerprinting, type ClickType } from '@svc/contracts';
 
 /**
  * What the resolver reads from an event's context: campaign touches, click
  * IDs, the session and the fingerprint. Pure functions, no I/O.
  */
-
-/** Every click-ID field of context.campaign the spec lists. */
-export const CLICK_ID_TYPES = [
-  'gclid',
-  'fbclid',
-  'ttclid',
-  'msclkid',
-  'li_fat_id',
-  'gbraid',
-  'wbraid',
-  'twclid',
-  'igshid',
-  'epik',
-  'dclid',
-  'rdt_cid',
-  'gad_source',
-] as const;
-export type ClickType = (typeof CLICK_ID_TYPES)[number];
 
 /**
  * The platform a click ID comes from, used as source and medium when the
