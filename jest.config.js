@@ -12,7 +12,7 @@ const swc = [
 
 /** Workspace packages resolve to their TypeScript sources, so tests never need a build. */
 const moduleNameMapper = {
-  '^@svc/(contracts|runtime|testkit|bus|identity|conversions|sdk-browser)$': '<rootDir>/libs/$1/src/index.ts',
+  '^@svc/(contracts|runtime|testkit|bus|identity|conversions|service|sdk-browser)$': '<rootDir>/libs/$1/src/index.ts',
   '^@svc/(ingest-gateway|identity-resolver|consent-api|profile-api|conversion-forwarder)$': '<rootDir>/services/$1/src/index.ts',
 };
 
@@ -35,6 +35,7 @@ module.exports = {
     project('libs/bus', '@svc/bus'),
     project('libs/identity', '@svc/identity'),
     project('libs/conversions', '@svc/conversions'),
+    project('libs/service', '@svc/service'),
     project('libs/sdk-browser', '@svc/sdk-browser'),
     project('tools/svcctl', '@svc/svcctl'),
     project('services/standalone', '@svc/standalone'),

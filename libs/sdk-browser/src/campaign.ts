@@ -3,7 +3,7 @@ import { decode } from './util';
 
 /**
  * Platform click IDs kept on campaign context (and never redacted): the
- * spec's list, CLICK_ID_TYPES in @svc/contracts, written out here so the
+ * spec's list, CLICK_ID_TYPES of the contracts package, written out here so the
  * script-tag build carries no code of contracts; campaign.test.ts holds the
  * two equal.
  */

@@ -3,3 +3,4 @@ export * from './publisher';
 export * from './routes';
 export * from './routes-setup';
 export * from './store';
+export * from './service';

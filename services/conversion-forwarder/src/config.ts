@@ -1,5 +1,4 @@
-import { busConfigSpec } from '@svc/bus';
-import { env, httpServiceConfigSpec } from '@svc/runtime';
+import { env } from '@svc/runtime';
 
 const CONNECTOR_KEY_DESCRIPTION = 'Key that seals connector secrets at rest (32 bytes: 64 hex digits or base64)';
 
@@ -40,11 +39,8 @@ export const forwarderOwnConfigSpec = {
   }),
 };
 
-/** Everything the forwarder reads when it runs as its own process (HTTP only serves /healthz, /readyz, /metrics). */
+/** What the forwarder reads on its own, after the shared settings (HTTP only serves /healthz, /readyz, /metrics). */
 export const forwarderConfigSpec = {
-  ...httpServiceConfigSpec,
-  DATABASE_URL: env.string({ description: 'PostgreSQL URL (connectors, the conversion queue; the log on the Postgres tier)', secret: true }),
-  ...busConfigSpec,
   ...forwarderOwnConfigSpec,
   // On its own the forwarder has no DATA_DIR to keep a key in: it must be given.
   CONNECTOR_SECRET_KEY: env.string({ description: CONNECTOR_KEY_DESCRIPTION, secret: true }),

@@ -8,3 +8,4 @@ export * from './platforms/types';
 export * from './queue';
 export * from './secrets';
 export * from './start';
+export * from './service';

@@ -1,6 +1,5 @@
-import { busConfigSpec } from '@svc/bus';
 import { identityConfigSpec } from '@svc/identity';
-import { env, httpServiceConfigSpec } from '@svc/runtime';
+import { env } from '@svc/runtime';
 
 /** Settings only the resolver has. */
 export const resolverOwnConfigSpec = {
@@ -25,12 +24,8 @@ export const resolverOwnConfigSpec = {
   }),
 };
 
-/** Everything the resolver reads when it runs as its own process (HTTP only serves /healthz, /readyz, /metrics). */
+/** What the resolver reads on its own, after the shared settings (HTTP only serves /healthz, /readyz, /metrics). */
 export const resolverConfigSpec = {
-  ...httpServiceConfigSpec,
-  DATABASE_URL: env.string({ description: 'PostgreSQL URL (identity projections; the log on the Postgres tier)', secret: true }),
-  RESOLVER_DB_POOL_MAX: env.int({ description: 'Database connections of the identity resolver', default: 10, min: 2, max: 200 }),
-  ...busConfigSpec,
   ...resolverOwnConfigSpec,
   ...identityConfigSpec,
 };

@@ -10,3 +10,4 @@ export { consumersForPool, resolverPoolSize, startResolver, type RunningResolver
 export { StallWatch, UnprovenFailureError, createResolverHandler, type ResolverDeps, type ResolverTopics } from './resolver';
 export { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
 export { replayProjections, type ReplayOptions, type ReplayReport } from './replay';
+export { buildResolver, resolverService } from './service';

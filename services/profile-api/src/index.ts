@@ -5,3 +5,4 @@ export * from './params';
 export * from './routes';
 export * from './routes-setup';
 export * from './store';
+export * from './service';

@@ -1,6 +1,6 @@
 import { busConfigSpec } from '@svc/bus';
 import { forwarderOwnConfigSpec } from '@svc/conversion-forwarder';
-import { resolverOwnConfigSpec } from '@svc/identity-resolver';
+import { resolverConfigSpec } from '@svc/identity-resolver';
 import { gatewayOwnConfigSpec } from '@svc/ingest-gateway';
 import { profileApiOwnConfigSpec } from '@svc/profile-api';
 import { env, httpServiceConfigSpec } from '@svc/runtime';
@@ -21,6 +21,5 @@ export const standaloneConfigSpec = {
   ...gatewayOwnConfigSpec,
   ...profileApiOwnConfigSpec,
   ...forwarderOwnConfigSpec,
-  RESOLVER_BATCH_SIZE: resolverOwnConfigSpec.RESOLVER_BATCH_SIZE,
-  RESOLVER_CONSUMERS: resolverOwnConfigSpec.RESOLVER_CONSUMERS,
+  ...resolverConfigSpec,
 };

@@ -1,10 +1,9 @@
-import { createBus, prefixedTopics } from '@svc/bus';
-import { mountConsentApi } from '@svc/consent-api';
-import { forwarderMetrics, resolveSecretKey, startForwarder } from '@svc/conversion-forwarder';
-import { qualifyingConversionNames } from '@svc/conversions';
-import { resolverMetrics, resolverPoolSize, startResolver } from '@svc/identity-resolver';
-import { mountGateway } from '@svc/ingest-gateway';
-import { mountProfileApi } from '@svc/profile-api';
+import { createBus } from '@svc/bus';
+import { buildConsentApi } from '@svc/consent-api';
+import { buildForwarder, resolveSecretKey } from '@svc/conversion-forwarder';
+import { buildResolver, resolverPoolSize } from '@svc/identity-resolver';
+import { buildGateway } from '@svc/ingest-gateway';
+import { buildProfileApi } from '@svc/profile-api';
 import {
   Lifecycle,
   createDb,
@@ -16,6 +15,7 @@ import {
   type ConfigValues,
   type Logger,
 } from '@svc/runtime';
+import type { BuiltService, ServiceContext } from '@svc/service';
 import type { standaloneConfigSpec } from './config';
 import { allMigrations } from './migrations';
 
@@ -26,13 +26,21 @@ export interface RunningStack {
   lifecycle: Lifecycle;
 }
 
+/** Connections of the pool the HTTP services and the forwarder share. */
+const SHARED_POOL_MAX = 20;
+
 /**
  * Every service in one process on the embedded tier: the embedded PostgreSQL
- * (or DATABASE_URL), migrations, the bus, and every service's routes on one
- * HTTP server. Shutdown runs in reverse: HTTP, bus, pool, database.
+ * (or DATABASE_URL), migrations, the bus, and the same build functions each
+ * service's own deployment runs (@svc/service), their routes on one HTTP
+ * server. The resolver gets a pool and a bus client of its own, as it would
+ * as its own deployment: under load the gateway's requests must not keep its
+ * transactions (or its outbox relay) waiting for a connection. Shutdown runs
+ * in reverse: HTTP, services, buses, pools, database.
  */
-export async function startStack(config: StackConfig, logger: Logger): Promise<RunningStack> {
+export async function startStack(config: StackConfig, logger: Logger, signals?: Parameters<Lifecycle['installSignalHandlers']>[0]): Promise<RunningStack> {
   const lifecycle = new Lifecycle({ logger });
+  if (signals) lifecycle.installSignalHandlers(signals);
   try {
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
@@ -42,83 +50,36 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
       lifecycle.registerFirst('embedded-postgres', embedded.stop);
       logger.info({ dataDir: config.DATA_DIR }, 'embedded PostgreSQL running');
     }
-    const db = createDb({ url: databaseUrl, poolMax: 20, applicationName: 'svc-standalone' });
-    lifecycle.registerFirst('db-pool', () => db.destroy());
-    const applied = await runMigrations(db, allMigrations);
-    if (applied.length) logger.info({ applied }, 'migrations applied');
-
     const metrics = createMetrics();
-    const bus = await createBus(config, { db, databaseUrl, logger: logger.child({ component: 'bus' }), metricsRegistry: metrics.registry });
-    lifecycle.registerFirst('bus', () => bus.close());
-    const topics = prefixedTopics(config.TOPIC_PREFIX);
-    await bus.ensureTopics(Object.values(topics));
+    const context = async (name: string, poolMax: number): Promise<ServiceContext<StackConfig & { DATABASE_URL: string; DB_POOL_MAX: number }>> => {
+      const db = createDb({ url: databaseUrl, poolMax, applicationName: `svc-standalone-${name}` });
+      lifecycle.registerFirst(`${name}-db-pool`, () => db.destroy());
+      const bus = await createBus(config, { db, databaseUrl, logger: logger.child({ component: 'bus', for: name }), metricsRegistry: metrics.registry });
+      lifecycle.registerFirst(`${name}-bus`, () => bus.close());
+      return { config: { ...config, DATABASE_URL: databaseUrl, DB_POOL_MAX: poolMax }, logger: logger.child({ component: name }), lifecycle, db, bus, metrics };
+    };
 
+    const shared = await context('shared', SHARED_POOL_MAX);
+    const applied = await runMigrations(shared.db, allMigrations);
+    if (applied.length) logger.info({ applied }, 'migrations applied');
+    const resolverPool = resolverPoolSize(config.RESOLVER_CONSUMERS);
     const secretKey = await resolveSecretKey(config.CONNECTOR_SECRET_KEY, config.DATA_DIR);
-    // The resolver has connections of its own, as it would as its own deployment: under load the
-    // gateway's requests must not keep its transactions (or its outbox relay) waiting for the pool.
-    const resolverDb = createDb({ url: databaseUrl, poolMax: resolverPoolSize(config.RESOLVER_CONSUMERS), applicationName: 'svc-standalone-resolver' });
-    lifecycle.registerFirst('resolver-db-pool', () => resolverDb.destroy());
-    const resolverBus = await createBus(config, { db: resolverDb, databaseUrl, logger: logger.child({ component: 'bus', for: 'identity-resolver' }), metricsRegistry: metrics.registry });
-    lifecycle.registerFirst('resolver-bus', () => resolverBus.close());
-    const resolver = await startResolver({
-      db: resolverDb,
-      bus: resolverBus,
-      topics,
-      logger: logger.child({ component: 'identity-resolver' }),
-      metrics: resolverMetrics(metrics),
-      consumers: config.RESOLVER_CONSUMERS,
-      maxBatchSize: config.RESOLVER_BATCH_SIZE,
-      batch: {
-        defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
-        conversionNames: (orgId) => qualifyingConversionNames(resolverDb, orgId),
-      },
-    });
-    lifecycle.registerFirst('identity-resolver', () => resolver.stop(), { timeoutMs: 30_000 });
-    const forwarder = await startForwarder({
-      db,
-      bus,
-      candidatesTopic: topics.conversionsCandidates,
-      secretKey,
-      logger: logger.child({ component: 'conversion-forwarder' }),
-      metrics: forwarderMetrics(metrics),
-      retry: { maxAttempts: config.FORWARDER_MAX_ATTEMPTS, baseMs: config.FORWARDER_RETRY_BASE_MS, capMs: config.FORWARDER_RETRY_CAP_MS },
-      pollIntervalMs: config.FORWARDER_POLL_INTERVAL_MS,
-    });
-    lifecycle.registerFirst('conversion-forwarder', () => forwarder.stop(), { timeoutMs: 30_000 });
-    let stopConsentPublisher = async () => {};
+    const built: BuiltService[] = [
+      await buildResolver(await context('identity-resolver', resolverPool), resolverPool),
+      await buildForwarder(shared, secretKey),
+      await buildGateway(shared),
+      await buildProfileApi(shared),
+      await buildConsentApi(shared),
+    ];
     const http = await serveHttp({
       config,
       logger,
       metrics,
-      readiness: readinessFromChecks({ database: () => db.raw('select 1'), resolving: resolver.stalls.readinessCheck }, { logger }),
-      mount(router) {
-        mountGateway(router, {
-          db,
-          bus,
-          rawTopic: topics.eventsRaw,
-          logger,
-          metrics,
-          trustedProxies: config.TRUSTED_PROXIES,
-          upgradeUrl: config.UPGRADE_URL,
-        });
-        mountProfileApi(router, {
-          db,
-          logger,
-          trustedProxies: config.TRUSTED_PROXIES,
-          cursorSecret: config.CURSOR_SECRET,
-          defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
-        });
-        const consentPublisher = mountConsentApi(router, {
-          db,
-          bus,
-          decisionsTopic: topics.consentDecisions,
-          logger,
-          trustedProxies: config.TRUSTED_PROXIES,
-        });
-        stopConsentPublisher = () => consentPublisher.stop();
+      readiness: readinessFromChecks(Object.assign({ database: () => shared.db.raw('select 1') }, ...built.map((b) => b.readiness ?? {})), { logger }),
+      mount: (router) => {
+        for (const b of built) b.mount?.(router);
       },
     });
-    lifecycle.registerFirst('consent-publisher', () => stopConsentPublisher());
     lifecycle.registerFirst('http', () => http.close());
     logger.info({ url: http.url }, 'standalone stack ready');
     return { url: http.url, lifecycle };

@@ -1,0 +1,107 @@
+import type { Router } from 'express';
+import { createBus, type Bus } from '@svc/bus';
+import {
+  Lifecycle,
+  createDb,
+  createLogger,
+  createMetrics,
+  loadConfigOrExit,
+  readinessFromChecks,
+  serveHttp,
+  type ConfigValues,
+  type Db,
+  type Logger,
+  type Metrics,
+  type SignalTarget,
+  type VarSpec,
+} from '@svc/runtime';
+import { serviceConfigSpec, type ServiceConfig } from './config';
+
+/** What a service's `build` is handed: everything it may use, already started. */
+export interface ServiceContext<C extends ServiceConfig = ServiceConfig> {
+  config: C;
+  logger: Logger;
+  /** Register each stop step as soon as the thing it stops exists: steps run in reverse order. */
+  lifecycle: Lifecycle;
+  db: Db;
+  /** Always created with the metrics registry, so consumer lag is exported wherever a consumer runs. */
+  bus: Bus;
+  metrics: Metrics;
+}
+
+/** What a service adds to the process: routes under /functions/v1, and readiness checks beside the database's. */
+export interface BuiltService {
+  mount?(router: Router): void;
+  readiness?: Record<string, () => Promise<unknown>>;
+}
+
+export interface ServiceDefinition<S extends Record<string, VarSpec<unknown>>> {
+  /** The service's name: logs, metrics' `service` label, the database application name. */
+  name: string;
+  /** The service's own settings, after serviceConfigSpec's. */
+  configSpec: S;
+  /** Connections of the pool (default: DB_POOL_MAX). */
+  poolMax?: (config: ServiceConfig & ConfigValues<S>) => number;
+  build(ctx: ServiceContext<ServiceConfig & ConfigValues<S>>): Promise<BuiltService>;
+}
+
+export interface RunningService {
+  url: string;
+  lifecycle: Lifecycle;
+}
+
+/**
+ * Starts a service: configuration read once (a bad value exits 78 naming
+ * it), then logger, lifecycle, database pool, bus, the service's own parts,
+ * and HTTP with /healthz, /readyz and /metrics. Each stop step is registered
+ * the moment its part exists, so a failure half-way through start-up, or a
+ * signal during it, stops exactly what was started, in reverse.
+ */
+export async function startService<S extends Record<string, VarSpec<unknown>>>(
+  definition: ServiceDefinition<S>,
+  env: Record<string, string | undefined>,
+  /** Where SIGTERM and SIGINT come from (the process); handled from the start, before anything is built. */
+  signals?: SignalTarget,
+): Promise<RunningService> {
+  // The values of the two specs together (TypeScript cannot see through the generic spread).
+  const config = loadConfigOrExit({ ...serviceConfigSpec, ...definition.configSpec }, env) as ServiceConfig & ConfigValues<S>;
+  const logger = createLogger({ name: definition.name, level: config.LOG_LEVEL });
+  const lifecycle = new Lifecycle({ logger });
+  if (signals) lifecycle.installSignalHandlers(signals);
+  try {
+    const metrics = createMetrics({ defaultLabels: { service: definition.name } });
+    const db = createDb({ url: config.DATABASE_URL, poolMax: definition.poolMax?.(config) ?? config.DB_POOL_MAX, applicationName: definition.name });
+    lifecycle.registerFirst('db-pool', () => db.destroy());
+    const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger, metricsRegistry: metrics.registry });
+    lifecycle.registerFirst('bus', () => bus.close());
+    const built = await definition.build({ config, logger, lifecycle, db, bus, metrics });
+    const http = await serveHttp({
+      config,
+      logger,
+      metrics,
+      readiness: readinessFromChecks({ database: () => db.raw('select 1'), ...built.readiness }, { logger }),
+      mount: (router) => built.mount?.(router),
+    });
+    lifecycle.registerFirst('http', () => http.close());
+    logger.info({ url: http.url }, `${definition.name} ready`);
+    return { url: http.url, lifecycle };
+  } catch (err) {
+    await lifecycle.shutdown('start-up failed');
+    throw err;
+  }
+}
+
+/**
+ * A service's whole main: startService on the process environment, with the
+ * process's signals running the shutdown, and on a failed start a message on
+ * stderr and exit code 1.
+ */
+export function runService<S extends Record<string, VarSpec<unknown>>>(definition: ServiceDefinition<S>): void {
+  startService(definition, process.env, process).then(
+    () => undefined,
+    (err: unknown) => {
+      process.stderr.write(`${definition.name} failed to start: ${(err as Error)?.stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,42 @@
+import { prefixedTopics } from '@svc/bus';
+import type { ConfigValues } from '@svc/runtime';
+import type { BuiltService, ServiceConfig, ServiceContext, ServiceDefinition } from '@svc/service';
+import { forwarderConfigSpec, forwarderOwnConfigSpec } from './config';
+import { forwarderMetrics } from './metrics';
+import { parseSecretKey } from './secrets';
+import { startForwarder } from './start';
+
+/**
+ * The forwarder's part of a process: the candidates consumer and the
+ * delivery worker, stopped before the bus. `secretKey` seals connectors'
+ * secrets (its own deployment requires CONNECTOR_SECRET_KEY; the standalone
+ * stack may keep one in DATA_DIR).
+ */
+export async function buildForwarder(
+  { config, db, bus, logger, metrics, lifecycle }: ServiceContext<ServiceConfig & ConfigValues<typeof forwarderOwnConfigSpec>>,
+  secretKey: Buffer,
+): Promise<BuiltService> {
+  const forwarder = await startForwarder({
+    db,
+    bus,
+    candidatesTopic: prefixedTopics(config.TOPIC_PREFIX).conversionsCandidates,
+    secretKey,
+    logger,
+    metrics: forwarderMetrics(metrics),
+    retry: { maxAttempts: config.FORWARDER_MAX_ATTEMPTS, baseMs: config.FORWARDER_RETRY_BASE_MS, capMs: config.FORWARDER_RETRY_CAP_MS },
+    pollIntervalMs: config.FORWARDER_POLL_INTERVAL_MS,
+  });
+  lifecycle.registerFirst('conversion-forwarder', () => forwarder.stop(), { timeoutMs: 30_000 });
+  return {};
+}
+
+/**
+ * The conversion forwarder as its own deployment (migrations: the migrate
+ * job). Any number of replicas may run: the bus shares the topic's
+ * partitions and the queue is claimed with SKIP LOCKED.
+ */
+export const forwarderService: ServiceDefinition<typeof forwarderConfigSpec> = {
+  name: 'conversion-forwarder',
+  configSpec: forwarderConfigSpec,
+  build: (ctx) => buildForwarder(ctx, parseSecretKey(ctx.config.CONNECTOR_SECRET_KEY)),
+};

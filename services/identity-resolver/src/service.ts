@@ -1,0 +1,47 @@
+import { qualifyingConversionNames } from '@svc/conversions';
+import { prefixedTopics } from '@svc/bus';
+import type { ConfigValues } from '@svc/runtime';
+import type { BuiltService, ServiceConfig, ServiceContext, ServiceDefinition } from '@svc/service';
+import { resolverConfigSpec } from './config';
+import { resolverMetrics } from './metrics';
+import { consumersForPool, startResolver } from './start';
+
+/**
+ * The resolver's part of a process: its consumer-group members and the
+ * outbox relay, stopped before the bus, and the `resolving` readiness check.
+ * As many members as RESOLVER_CONSUMERS asks and the pool (`poolMax`) allows.
+ */
+export async function buildResolver(
+  { config, db, bus, logger, metrics, lifecycle }: ServiceContext<ServiceConfig & ConfigValues<typeof resolverConfigSpec>>,
+  poolMax: number,
+): Promise<BuiltService> {
+  const consumers = Math.min(config.RESOLVER_CONSUMERS, consumersForPool(poolMax));
+  if (consumers < config.RESOLVER_CONSUMERS) {
+    logger.warn({ consumers, RESOLVER_CONSUMERS: config.RESOLVER_CONSUMERS, poolMax }, 'resolver: the connection pool is too small for RESOLVER_CONSUMERS; running fewer consumers');
+  }
+  const resolver = await startResolver({
+    db,
+    bus,
+    topics: prefixedTopics(config.TOPIC_PREFIX),
+    logger,
+    metrics: resolverMetrics(metrics),
+    groupId: config.RESOLVER_GROUP_ID,
+    maxBatchSize: config.RESOLVER_BATCH_SIZE,
+    consumers,
+    relay: { intervalMs: config.OUTBOX_RELAY_INTERVAL_MS },
+    batch: {
+      defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
+      // Candidates only for names the organisation's active connectors forward.
+      conversionNames: (orgId) => qualifyingConversionNames(db, orgId),
+    },
+  });
+  lifecycle.registerFirst('identity-resolver', () => resolver.stop(), { timeoutMs: 30_000 });
+  return { readiness: { resolving: resolver.stalls.readinessCheck } };
+}
+
+/** The identity resolver as its own deployment (migrations: the migrate job). */
+export const resolverService: ServiceDefinition<typeof resolverConfigSpec> = {
+  name: 'identity-resolver',
+  configSpec: resolverConfigSpec,
+  build: (ctx) => buildResolver(ctx, ctx.config.DB_POOL_MAX),
+};

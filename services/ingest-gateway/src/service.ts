@@ -1,0 +1,24 @@
+import { prefixedTopics } from '@svc/bus';
+import { env, type ConfigValues } from '@svc/runtime';
+import type { BuiltService, ServiceConfig, ServiceContext, ServiceDefinition } from '@svc/service';
+import { gatewayOwnConfigSpec } from './config';
+import { mountGateway } from './routes';
+
+/** The gateway's part of a process: the raw topic, and POST /v1-batch. */
+export async function buildGateway({ config, db, bus, logger, metrics }: ServiceContext<ServiceConfig & ConfigValues<typeof gatewayOwnConfigSpec>>): Promise<BuiltService> {
+  const topics = prefixedTopics(config.TOPIC_PREFIX);
+  await bus.ensureTopics([topics.eventsRaw]);
+  return {
+    mount: (router) =>
+      mountGateway(router, { db, bus, rawTopic: topics.eventsRaw, logger, metrics, trustedProxies: config.TRUSTED_PROXIES, upgradeUrl: config.UPGRADE_URL }),
+  };
+}
+
+const configSpec = {
+  ...gatewayOwnConfigSpec,
+  // Each request checks the key, the limits and the usage: more connections than the other services.
+  DB_POOL_MAX: env.int({ description: 'Database connections of this process', default: 20, min: 2, max: 200 }),
+};
+
+/** The ingest gateway as its own deployment (migrations: the migrate job). Stateless: run as many replicas as load asks. */
+export const gatewayService: ServiceDefinition<typeof configSpec> = { name: 'ingest-gateway', configSpec, build: buildGateway };
