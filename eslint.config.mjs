@@ -8,7 +8,7 @@ const SERVICES = ['ingest-gateway', 'identity-resolver', 'profile-api', 'consent
 const TOOLS = ['svcctl', 'deploy'];
 const forbid = (packages, why) => packages.map((name) => ({ group: [`@svc/${name}`], message: why }));
 /** Tests may use another service as a fixture (declared as a devDependency); shipped code may not. */
-const TESTS = ['**/*.test.ts', '**/test-support/**', '**/testing/**'];
+const TESTS = ['**/*.test.ts', '**/*.suite.ts', '**/test-support/**'];
 
 /**
  * The dependency rule (docs/architecture.md): libraries import libraries;

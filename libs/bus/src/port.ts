@@ -3,7 +3,7 @@ import type { TopicSpec } from '@svc/contracts';
 /**
  * The bus port: the only way services talk to each other. Two adapters
  * implement it (Kafka for scale-out, a Postgres-backed log for the embedded
- * tier) and both pass one contract suite (contract.ts).
+ * tier) and both pass one contract suite (contract.suite.ts).
  *
  * Guarantees: a message is stored durably before produce() reports it ok;
  * messages with the same key go to the same partition and are delivered in

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { CLICK_EVENT, clickEvent, isCardNumber, isSensitiveElement, isSSN, watchRoutes } from './autocapture';
 import type { ElementLike } from './dom';
 import { createRedactor } from './redaction';
-import { FakeClock, FakeTab } from './testing/fake-env';
+import { FakeClock, FakeTab } from './test-support/fake-env';
 
 /** A minimal element: attributes, text, parent. */
 function el(tagName: string, attrs: Record<string, string> = {}, text = '', parent: ElementLike | null = null, extra: Partial<ElementLike> = {}): ElementLike {

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import vm from 'node:vm';
 import { gzipSync } from 'node:zlib';
-import { buildScriptTag } from './testing/script-tag';
+import { buildScriptTag } from './test-support/script-tag';
 import { VERSION } from './version';
 
 const root = path.resolve(__dirname, '..');

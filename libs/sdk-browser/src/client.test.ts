@@ -1,7 +1,7 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import { checkConsentDecision } from '@svc/contracts';
 import { createClient } from './client';
-import { FakeLocks, FakeStorage, FakeTab, type FakeTabOptions, flushMicrotasks } from './testing/fake-env';
+import { FakeLocks, FakeStorage, FakeTab, type FakeTabOptions, flushMicrotasks } from './test-support/fake-env';
 import type { SvcClient, SvcConfig, SvcError, SvcEvent } from './types';
 import { VERSION } from './version';
 

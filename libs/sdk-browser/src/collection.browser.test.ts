@@ -2,7 +2,7 @@
 import { beforeEach, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { describeInBrowser, fixture, sleep } from './testing/browser';
+import { describeInBrowser, fixture, sleep } from './test-support/browser';
 
 const ANON = /^anon_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { checkConsentDecision, CONSENT_PURPOSES, type ConsentPurpose as ContractPurpose } from '@svc/contracts';
 import { consentRecord, createConsentSender, createConsentStore, isPurpose, PURPOSES } from './consent';
 import { memoryStore } from './storage';
-import { flushMicrotasks } from './testing/fake-env';
+import { flushMicrotasks } from './test-support/fake-env';
 import type { SendOutcome } from './transport';
 import type { ConsentPurpose } from './types';
 

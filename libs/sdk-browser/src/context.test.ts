@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { liveContext, pageContext, parseUserAgent, staticContext } from './context';
 import { createRedactor } from './redaction';
-import { FakeTab } from './testing/fake-env';
+import { FakeTab } from './test-support/fake-env';
 
 describe('user agent parsing', () => {
   it.each([

@@ -1,7 +1,7 @@
 /** Delivery in real Chromium: retries, permanent drops, the queue cap, persistence, tabs and keepalive on pagehide. */
 import { beforeEach, expect, it } from '@jest/globals';
-import { describeInBrowser, fixture, recordedErrors, sleep } from './testing/browser';
-import { DROP } from './testing/server';
+import { describeInBrowser, fixture, recordedErrors, sleep } from './test-support/browser';
+import { DROP } from './test-support/server';
 
 const DAY = 24 * 3600 * 1000;
 

@@ -4,7 +4,7 @@ import type { QueueEntry } from './queue';
 import { createQueue, readBucket } from './queue';
 import type { KeyValueStore } from './storage';
 import { memoryStore } from './storage';
-import { FakeClock } from './testing/fake-env';
+import { FakeClock } from './test-support/fake-env';
 import type { SendOutcome } from './transport';
 import type { SvcError, SvcEvent } from './types';
 

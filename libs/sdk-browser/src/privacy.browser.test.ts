@@ -1,7 +1,7 @@
 /** Consent, privacy signals, fingerprint gating and URL redaction in real Chromium. */
 import { checkConsentDecision } from '@svc/contracts';
 import { beforeEach, expect, it } from '@jest/globals';
-import { describeInBrowser, fixture, sleep } from './testing/browser';
+import { describeInBrowser, fixture, sleep } from './test-support/browser';
 
 describeInBrowser('privacy (browser)', (h) => {
   beforeEach(() => h.server.reset());

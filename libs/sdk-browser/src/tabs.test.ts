@@ -3,7 +3,7 @@ import type { StoredBucket, StoredEntry } from './queue';
 import { memoryStore, writeJSON } from './storage';
 import type { TabCoordinator } from './tabs';
 import { createTabs } from './tabs';
-import { FakeLocks } from './testing/fake-env';
+import { FakeLocks } from './test-support/fake-env';
 
 const bucket = (ids: string[], h = 0, u?: 1): StoredBucket => ({
   h,

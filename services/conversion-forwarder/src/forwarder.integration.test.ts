@@ -9,7 +9,7 @@ import { AccountsStore, accountsMigrations, createMetrics } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, testLogger, type TestDatabase } from '@svc/testkit';
 import { ConnectorStore } from './connectors';
 import { forwarderMetrics, type ForwarderMetrics } from './metrics';
-import { startCaptureServer, type CaptureServer, type ScriptedResponse } from './platforms/testing/capture-server';
+import { startCaptureServer, type CaptureServer, type ScriptedResponse } from './platforms/test-support/capture-server';
 import { startForwarder, type RunningForwarder } from './start';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');

@@ -8,7 +8,7 @@ import { Registry } from 'prom-client';
 import type { TopicSpec } from '@svc/contracts';
 import { freePort } from '@svc/runtime';
 import { describeWithKafka, kafkaEndpoints } from '@svc/testkit';
-import { runBusContract } from '../contract';
+import { runBusContract } from '../contract.suite';
 import { BusUnavailableError, DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, SchemaViolationError } from '../errors';
 import type { IncomingMessage, OutgoingMessage } from '../port';
 import { deadLetterTopicFor, partitionFor } from '../validate';

@@ -6,7 +6,7 @@ import type pg from 'pg';
 import type { TopicSpec } from '@svc/contracts';
 import { createDb, freePort, type Db } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
-import { runBusContract } from '../contract';
+import { runBusContract } from '../contract.suite';
 import { BusUnavailableError } from '../errors';
 import type { IncomingMessage, OutgoingMessage } from '../port';
 import { createPostgresLogBus, type PostgresLogBus, type PostgresLogBusOptions } from './bus';

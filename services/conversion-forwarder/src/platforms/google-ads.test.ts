@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { createGoogleAdsClient, GOOGLE_ADS_API_VERSION, type GoogleAdsClientOptions } from './google-ads';
 import { TOO_RECENT_RETRY_MS } from './google-ads-errors';
-import { closedPortUrl, startCaptureServer, type CaptureServer, type CapturedRequest, type ScriptedResponse } from './testing/capture-server';
-import { CLEAR_TEXT, sampleConversion } from './testing/conversions';
+import { closedPortUrl, startCaptureServer, type CaptureServer, type CapturedRequest, type ScriptedResponse } from './test-support/capture-server';
+import { CLEAR_TEXT, sampleConversion } from './test-support/conversions';
 import type { Conversion, GoogleAdsConfig } from './types';
 
 // Secret-looking values with characters that change under URL encoding, so an

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { outcomeByStatus, parseRetryAfter, post, type PlatformResponse } from './http';
-import { startCaptureServer, type CaptureServer } from './testing/capture-server';
+import { startCaptureServer, type CaptureServer } from './test-support/capture-server';
 
 describe('parseRetryAfter', () => {
   const now = Date.parse('2026-03-14T10:00:00Z');
