@@ -1,8 +1,8 @@
-export * from './port';
-export * from './errors';
+export { type BatchHandler, type Bus, type IncomingMessage, type MessageBatch, type OutgoingMessage, type ProduceResult } from './port';
+export { BusUnavailableError, DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, SchemaViolationError } from './errors';
 export type { BusLogger } from './shared';
-export * from './validate';
-export * from './read-to-end';
-export * from './postgres-log';
-export * from './config';
-export * from './kafka';
+export { deadLetterTopicFor, partitionFor } from './validate';
+export { readToEnd } from './read-to-end';
+export { busMigrations, createPostgresLogBus, type PostgresLogBus } from './postgres-log';
+export { busConfigSpec, createBus, prefixedTopics } from './config';
+export { createKafkaBus } from './kafka';

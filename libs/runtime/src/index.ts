@@ -1,18 +1,32 @@
-export * from './errors';
-export * from './config/config';
-export * from './db/db';
+export { AppError, NotFoundError, UnavailableError, ValidationError } from './errors';
+export { env, loadConfig, loadConfigOrExit, type ConfigValues, type VarSpec } from './config/config';
+export { createDb, type Db } from './db/db';
 export { NETWORK_ERROR_CODES, isDatabaseUnavailable, isStatementMismatch } from './db/unavailable';
-export * from './db/migrations';
-export * from './db/embedded-postgres';
-export * from './accounts/api-keys';
-export * from './accounts/store';
-export * from './accounts/migrations';
-export * from './logging';
-export * from './metrics';
-export * from './http';
-export * from './lifecycle';
-export * from './auth/authenticate';
-export * from './rate-limit/rate-limiter';
-export * from './rate-limit/migrations';
-export * from './config/common';
-export * from './rate-limit/http';
+export { runMigrations, type MigrationSet } from './db/migrations';
+export { ensureDatabase, freePort, startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres';
+export { KEY_TYPES, type KeyType } from './accounts/api-keys';
+export { AccountsStore, PLAN_STATES, type PlanState, type VerifiedKey } from './accounts/store';
+export { accountsMigrations } from './accounts/migrations';
+export { createLogger, type Logger } from './logging';
+export { createMetrics, defineCounter, defineHistogram, type Metrics } from './metrics';
+export {
+  clientIp,
+  createApp,
+  DEGRADED,
+  HttpError,
+  methodNotAllowed,
+  notFound,
+  readinessFromChecks,
+  readJsonBody,
+  rejectOversizedContentLength,
+  sendJson,
+  serveHttp,
+  startHttpServer,
+  type RunningHttpServer,
+} from './http';
+export { Lifecycle, type SignalTarget } from './lifecycle';
+export { authenticate, KeyRequirements, type KeyVerifier } from './auth/authenticate';
+export { PostgresRateLimiter, type RateLimiter, type RateLimitRule, type RateLimitVerdict } from './rate-limit/rate-limiter';
+export { rateLimitMigrations } from './rate-limit/migrations';
+export { httpServiceConfigSpec } from './config/common';
+export { admit, perIpRateLimited, perOrgIpRule, rateLimitHeaders } from './rate-limit/http';

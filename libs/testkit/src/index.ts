@@ -1,7 +1,7 @@
-export * from './infra-state';
-export * from './postgres';
-export * from './kafka';
-export * from './processes';
-export * from './logger';
-export * from './arbitraries';
-export * from './benchmarks-doc';
+export { missingReason } from './infra-state';
+export { createTestDatabase, describeWithPostgres, type TestDatabase } from './postgres';
+export { describeWithKafka, kafkaEndpoints } from './kafka';
+export { runNode, waitReady, type NodeRun } from './processes';
+export { testLogger } from './logger';
+export { batch, batchEntry, hostileString, hostileValue, mutatedEvent, nestedValue, validEvent, wideObject } from './arbitraries';
+export { writeDocSection } from './benchmarks-doc';

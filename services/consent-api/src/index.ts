@@ -1,6 +1,2 @@
-export * from './migrations';
-export * from './publisher';
-export * from './routes';
-export * from './routes-setup';
-export * from './store';
-export * from './service';
+export { consentMigrations } from './migrations';
+export { buildConsentApi } from './service';

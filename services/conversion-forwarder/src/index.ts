@@ -1,11 +1,6 @@
-export * from './config';
-export * from './connectors';
-export * from './connector-config';
-export * from './delivery';
-export * from './metrics';
-export * from './plan';
-export * from './platforms/types';
-export * from './queue';
-export * from './secrets';
-export * from './start';
-export * from './service';
+export { connectorKeyConfigSpec, forwarderOwnConfigSpec } from './config';
+export { ConnectorStore } from './connectors';
+export { PLATFORMS } from './platforms/types';
+export { ConversionQueue, QUEUE_STATUSES, type QueueStatus } from './queue';
+export { resolveSecretKey } from './secrets';
+export { buildForwarder } from './service';

@@ -1,7 +1,2 @@
-export * from './batch-route';
-export * from './config';
-export * from './limits';
-export * from './metrics';
-export * from './prepare-events';
-export * from './routes';
-export * from './service';
+export { gatewayOwnConfigSpec } from './config';
+export { buildGateway } from './service';

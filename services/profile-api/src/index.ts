@@ -1,8 +1,2 @@
-export * from './config';
-export * from './cursor';
-export * from './messages';
-export * from './params';
-export * from './routes';
-export * from './routes-setup';
-export * from './store';
-export * from './service';
+export { profileApiOwnConfigSpec } from './config';
+export { buildProfileApi } from './service';

@@ -1,1 +1,1 @@
-export * from './migrations';
+export { allMigrations } from './migrations';
