@@ -10,8 +10,8 @@ import {
 } from '@svc/bus';
 import type { RawEventEnvelope, TopicSpec } from '@svc/contracts';
 import { DEGRADED, type Db, type Logger } from '@svc/runtime';
-import { classifyFailure, inTransactionWithRetry, type OutputTopics } from '@svc/identity';
-import { type ResolverMetrics } from './metrics';
+import { classifyFailure, inTransactionWithRetry, type FailureKind, type OutputTopics } from '@svc/identity';
+import type { ResolverMetrics } from './metrics';
 import { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
 
 export type ResolverTopics = OutputTopics & { eventsRaw: TopicSpec };
@@ -70,6 +70,17 @@ export class StallWatch {
 }
 
 const keyOf = (m: IncomingMessage): string => `${m.topic}/${m.partition}/${m.offset}`;
+
+/**
+ * What becomes of a batch: stored; handed back to the bus to come again
+ * (the database or the log unavailable); its failing events proven bad, to be
+ * dead-lettered; or failing events nothing proves bad, handed back too.
+ */
+type Verdict =
+  | { kind: 'stored' }
+  | { kind: 'retry'; cause: unknown }
+  | { kind: 'dead-letter'; events: Array<[IncomingMessage<RawEventEnvelope>, unknown]> }
+  | { kind: 'unproven'; events: Array<[IncomingMessage<RawEventEnvelope>, unknown]> };
 
 /** Thrown to roll the probe's transaction back once it has passed. */
 const ROLLBACK = Symbol('rollback the probe');
@@ -177,32 +188,35 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
     return false;
   };
 
-  const handle = async (messages: ReadonlyArray<IncomingMessage<RawEventEnvelope>>): Promise<void> => {
+  /** Runs a transaction; a failure becomes what it means for the batch, not an exception to classify later. */
+  const attempt = async (messages: ReadonlyArray<IncomingMessage<RawEventEnvelope>>): Promise<{ ok: true } | { ok: false; kind: FailureKind; cause: unknown }> => {
     try {
       await run(messages);
-      return;
+      return { ok: true };
     } catch (err) {
-      const kind = classifyFailure(err);
-      deps.metrics?.batchFailures.inc({ kind });
-      if (kind !== 'data') throw err;
-      deps.logger.warn({ err, events: messages.length }, 'resolver: batch failed on its data; isolating the failing event');
+      return { ok: false, kind: classifyFailure(err), cause: err };
     }
+  };
+
+  /** What to do with a batch: every step's result is a value, decided once, here. */
+  const resolveBatch = async (messages: ReadonlyArray<IncomingMessage<RawEventEnvelope>>): Promise<Verdict> => {
+    const whole = await attempt(messages);
+    if (whole.ok) return { kind: 'stored' };
+    deps.metrics?.batchFailures.inc({ kind: whole.kind });
+    if (whole.kind !== 'data') return { kind: 'retry', cause: whole.cause };
+    deps.logger.warn({ err: whole.cause, events: messages.length }, 'resolver: batch failed on its data; isolating the failing event');
+
     const failedAlone: Array<[IncomingMessage<RawEventEnvelope>, unknown]> = [];
     let batchMatePassed = false;
     for (const m of messages) {
-      let failure: unknown;
-      for (let attempt = 1; attempt <= poisonAttempts; attempt++) {
-        try {
-          await run([m]);
-          failure = undefined;
-          batchMatePassed = true;
-          break;
-        } catch (err) {
-          if (classifyFailure(err) !== 'data') throw err;
-          failure = err;
-        }
+      let last: Awaited<ReturnType<typeof attempt>> = { ok: true };
+      for (let n = 1; n <= poisonAttempts; n++) {
+        last = await attempt([m]);
+        if (last.ok) break;
+        if (last.kind !== 'data') return { kind: 'retry', cause: last.cause };
       }
-      if (failure !== undefined) failedAlone.push([m, failure]);
+      if (last.ok) batchMatePassed = true;
+      else failedAlone.push([m, last.cause]);
     }
     // Proof that the event is to blame: a batch-mate passed in its isolation, or else a minimal event of
     // the same organisation passes (in a transaction rolled back). Without it the failure may be our own.
@@ -210,18 +224,32 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
     const probePasses = (orgId: string) => orgsProbed.get(orgId) ?? orgsProbed.set(orgId, probe(orgId)).get(orgId)!;
     const unproven: typeof failedAlone = [];
     for (const failed of failedAlone) {
-      const [m] = failed;
-      if (!batchMatePassed && !(await probePasses(m.value.orgId))) unproven.push(failed);
+      if (!batchMatePassed && !(await probePasses(failed[0].value.orgId))) unproven.push(failed);
     }
-    if (unproven.length > 0) {
-      for (const [m] of unproven) stalls.stalledOn(keyOf(m));
-      deps.metrics?.batchFailures.inc({ kind: 'unproven' });
-      deps.logger.error({ err: unproven[0]![1], events: unproven.length }, 'resolver: events fail alone with nothing proving them bad; retrying after the bus back-off instead of dead-lettering');
-      throw new UnprovenFailureError(unproven.length, { cause: unproven[0]![1] });
-    }
-    for (const [m, failure] of failedAlone) {
-      await deadLetter(m, failure);
-      stalls.settled(keyOf(m));
+    if (unproven.length > 0) return { kind: 'unproven', events: unproven };
+    return { kind: 'dead-letter', events: failedAlone };
+  };
+
+  const handle = async (messages: ReadonlyArray<IncomingMessage<RawEventEnvelope>>): Promise<void> => {
+    const verdict = await resolveBatch(messages);
+    switch (verdict.kind) {
+      case 'stored':
+        return;
+      case 'retry':
+        // Uncommitted: the bus delivers the batch again after its back-off.
+        throw verdict.cause;
+      case 'unproven': {
+        const [first] = verdict.events;
+        for (const [m] of verdict.events) stalls.stalledOn(keyOf(m));
+        deps.metrics?.batchFailures.inc({ kind: 'unproven' });
+        deps.logger.error({ err: first?.[1], events: verdict.events.length }, 'resolver: events fail alone with nothing proving them bad; retrying after the bus back-off instead of dead-lettering');
+        throw new UnprovenFailureError(verdict.events.length, { cause: first?.[1] });
+      }
+      case 'dead-letter':
+        for (const [m, failure] of verdict.events) {
+          await deadLetter(m, failure);
+          stalls.settled(keyOf(m));
+        }
     }
   };
 
