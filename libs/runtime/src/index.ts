@@ -2,6 +2,7 @@ export * from './errors';
 export * from './config/config';
 export * from './db/db';
 export * from './db/migrations';
+export * from './db/pending-migrations';
 export * from './db/embedded-postgres';
 export * from './accounts/api-keys';
 export * from './accounts/store';
