@@ -87,7 +87,7 @@ export function describeWhenPresent(name: string, missing: readonly string[], bo
     describe(name, body);
     return;
   }
-  const reason = `missing ${missing.join(', ')}: apt-get install -y podman runc debootstrap netavark aardvark-dns iptables (see .ci/run)`;
+  const reason = `missing ${missing.join(', ')} (.ci/run installs the Debian packages: podman runc debootstrap netavark aardvark-dns iptables)`;
   if (process.env.REQUIRE_INFRA === '1') {
     describe(name, () => {
       it('needs its programs', () => {
