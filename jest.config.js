@@ -38,6 +38,7 @@ module.exports = {
     project('libs/service', '@svc/service'),
     project('libs/sdk-browser', '@svc/sdk-browser'),
     project('tools/svcctl', '@svc/svcctl'),
+    project('tools/deploy', '@svc/deploy'),
     project('services/standalone', '@svc/standalone'),
     project('services/ingest-gateway', '@svc/ingest-gateway'),
     project('services/consent-api', '@svc/consent-api'),

@@ -4,5 +4,5 @@ export type { BusLogger } from './shared';
 export { deadLetterTopicFor, partitionFor } from './validate';
 export { readToEnd } from './read-to-end';
 export { busMigrations, createPostgresLogBus, type PostgresLogBus } from './postgres-log';
-export { busConfigSpec, createBus, prefixedTopics } from './config';
+export { busConfigSpec, createBus, prefixedTopics, type BusConfig } from './config';
 export { createKafkaBus } from './kafka';

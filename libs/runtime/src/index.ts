@@ -3,6 +3,7 @@ export { env, loadConfig, loadConfigOrExit, type ConfigValues, type VarSpec } fr
 export { createDb, type Db } from './db/db';
 export { NETWORK_ERROR_CODES, isDatabaseUnavailable, isStatementMismatch } from './db/unavailable';
 export { runMigrations, type MigrationSet } from './db/migrations';
+export { pendingMigrations } from './db/pending-migrations';
 export { ensureDatabase, freePort, startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres';
 export { KEY_TYPES, type KeyType } from './accounts/api-keys';
 export { AccountsStore, PLAN_STATES, type PlanState, type VerifiedKey } from './accounts/store';
