@@ -183,14 +183,14 @@ describeWhenPresent('docker compose up, for real (podman)', missingPrograms(COMP
       }),
     );
     expect(served.every((n) => n > 0)).toBe(true);
-  });
+  }, 420_000);
 
   it('SIGTERM from `docker compose stop` runs each service\'s ordered shutdown: exit 0', async () => {
     await compose(['stop', '--timeout', '40', 'identity-resolver', 'ingest-gateway'], 120_000);
     const stopped = (await services()).filter((s) => ['identity-resolver', 'ingest-gateway'].includes(s.Service));
     expect(stopped.map((s) => [s.State, s.ExitCode])).toEqual(stopped.map(() => ['exited', 0]));
     expect(await compose(['logs', '--no-color', 'identity-resolver'])).toContain('"reason":"SIGTERM","ok":true,"msg":"shutdown finished"');
-  });
+  }, 180_000);
 
   it('down removes every container, network and volume of the project', async () => {
     await compose(['down', '--volumes', '--timeout', '30'], 180_000);
@@ -199,5 +199,5 @@ describeWhenPresent('docker compose up, for real (podman)', missingPrograms(COMP
       env: { CONTAINERS_CONF: path.join(ROOT, 'infra/local/podman/containers.conf') },
     });
     expect(volumes).toMatchObject({ code: 0, stdout: '' });
-  });
+  }, 240_000);
 });
