@@ -4,3 +4,4 @@ export * from './limits';
 export * from './metrics';
 export * from './prepare-events';
 export * from './routes';
+export * from './segment/routes';
