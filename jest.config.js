@@ -12,7 +12,7 @@ const swc = [
 
 /** Workspace packages resolve to their TypeScript sources, so tests never need a build. */
 const moduleNameMapper = {
-  '^@svc/(contracts|runtime|testkit|bus|sdk-browser)$': '<rootDir>/libs/$1/src/index.ts',
+  '^@svc/(contracts|runtime|testkit|bus|sdk-browser|openapi)$': '<rootDir>/libs/$1/src/index.ts',
   '^@svc/(ingest-gateway|identity-resolver|consent-api|profile-api|conversion-forwarder)$': '<rootDir>/services/$1/src/index.ts',
 };
 
@@ -34,6 +34,7 @@ module.exports = {
     project('libs/testkit', '@svc/testkit'),
     project('libs/bus', '@svc/bus'),
     project('libs/sdk-browser', '@svc/sdk-browser'),
+    project('libs/openapi', '@svc/openapi'),
     project('tools/svcctl', '@svc/svcctl'),
     project('services/standalone', '@svc/standalone'),
     project('services/ingest-gateway', '@svc/ingest-gateway'),

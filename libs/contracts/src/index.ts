@@ -10,3 +10,5 @@ export * from './schema-validator';
 export * from './consent';
 export * from './conversion-rules';
 export * from './engagement-rules';
+export * from './api-responses';
+export * from './segment';

@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
+import { mountOpenApiDocument } from '@svc/openapi';
 import { AccountsStore, PostgresRateLimiter, type Db, type Logger, type Metrics } from '@svc/runtime';
 import { mountBatchRoute, type GatewayDeps } from './batch-route';
 import { gatewayMetrics } from './metrics';
@@ -32,4 +33,6 @@ export function mountGateway(router: Router, w: GatewayWiring): void {
   };
   mountBatchRoute(router, deps);
   mountSegmentRoutes(router, deps);
+  // The gateway is the API's front door, so it serves the API's description.
+  mountOpenApiDocument(router);
 }
