@@ -5,6 +5,7 @@ import {
   createDb,
   createLogger,
   createMetrics,
+  observeDbPool,
   env,
   httpServiceConfigSpec,
   loadConfigOrExit,
@@ -26,7 +27,9 @@ async function main(): Promise<void> {
   const lifecycle = new Lifecycle({ logger });
   const db = createDb({ url: config.DATABASE_URL, poolMax: 10, applicationName: 'consent-api' });
   lifecycle.registerFirst('db-pool', () => db.destroy());
-  const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger });
+  const metrics = createMetrics();
+  observeDbPool(metrics.registry, db, 'consent-api');
+  const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger, metricsRegistry: metrics.registry });
   lifecycle.registerFirst('bus', () => bus.close());
   const topics = prefixedTopics(config.TOPIC_PREFIX);
   await bus.ensureTopics([topics.consentDecisions]);
@@ -34,7 +37,7 @@ async function main(): Promise<void> {
   const http = await serveHttp({
     config,
     logger,
-    metrics: createMetrics(),
+    metrics,
     readiness: readinessFromChecks({ database: () => db.raw('select 1') }, { logger }),
     mount: (router) => {
       const publisher = mountConsentApi(router, { db, bus, decisionsTopic: topics.consentDecisions, logger, trustedProxies: config.TRUSTED_PROXIES });

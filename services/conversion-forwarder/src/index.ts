@@ -7,5 +7,6 @@ export * from './migrations';
 export * from './plan';
 export * from './platforms/types';
 export * from './queue';
+export * from './queue-metrics';
 export * from './secrets';
 export * from './start';

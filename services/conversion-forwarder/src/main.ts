@@ -5,12 +5,14 @@ import {
   createDb,
   createLogger,
   createMetrics,
+  observeDbPool,
   loadConfigOrExit,
   readinessFromChecks,
   serveHttp,
 } from '@svc/runtime';
 import { forwarderConfigSpec } from './config';
 import { forwarderMetrics } from './metrics';
+import { observeForwarderQueue } from './queue-metrics';
 import { parseSecretKey } from './secrets';
 import { startForwarder } from './start';
 
@@ -27,9 +29,11 @@ async function main(): Promise<void> {
   try {
     const db = createDb({ url: config.DATABASE_URL, poolMax: 10, applicationName: 'conversion-forwarder' });
     lifecycle.registerFirst('db-pool', () => db.destroy());
-    const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger });
-    lifecycle.registerFirst('bus', () => bus.close());
     const metrics = createMetrics({ defaultLabels: { service: 'conversion-forwarder' } });
+    observeDbPool(metrics.registry, db, 'conversion-forwarder');
+    observeForwarderQueue(metrics, db);
+    const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger, metricsRegistry: metrics.registry });
+    lifecycle.registerFirst('bus', () => bus.close());
     const forwarder = await startForwarder({
       db,
       bus,

@@ -6,6 +6,7 @@ import {
   createDb,
   createLogger,
   createMetrics,
+  observeDbPool,
   loadConfigOrExit,
   readinessFromChecks,
   serveHttp,
@@ -26,9 +27,10 @@ async function main(): Promise<void> {
   try {
     const db = createDb({ url: config.DATABASE_URL, poolMax: config.RESOLVER_DB_POOL_MAX, applicationName: 'identity-resolver' });
     lifecycle.registerFirst('db-pool', () => db.destroy());
-    const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger });
-    lifecycle.registerFirst('bus', () => bus.close());
     const metrics = createMetrics({ defaultLabels: { service: 'identity-resolver' } });
+    observeDbPool(metrics.registry, db, 'identity-resolver');
+    const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger, metricsRegistry: metrics.registry });
+    lifecycle.registerFirst('bus', () => bus.close());
     const connectors = new ConnectorStore(db);
     // A pool too small for the members asked for gets fewer of them.
     const consumers = Math.min(config.RESOLVER_CONSUMERS, consumersForPool(config.RESOLVER_DB_POOL_MAX));

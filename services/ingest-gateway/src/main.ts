@@ -5,6 +5,7 @@ import {
   createDb,
   createLogger,
   createMetrics,
+  observeDbPool,
   loadConfigOrExit,
   readinessFromChecks,
   serveHttp,
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
   const lifecycle = new Lifecycle({ logger });
   const db = createDb({ url: config.DATABASE_URL, poolMax: 20, applicationName: 'ingest-gateway' });
   const metrics = createMetrics();
+  observeDbPool(metrics.registry, db, 'ingest-gateway');
   const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger, metricsRegistry: metrics.registry });
   const topics = prefixedTopics(config.TOPIC_PREFIX);
   await bus.ensureTopics([topics.eventsRaw]);

@@ -4,6 +4,7 @@ import {
   createDb,
   createLogger,
   createMetrics,
+  observeDbPool,
   env,
   httpServiceConfigSpec,
   loadConfigOrExit,
@@ -26,10 +27,12 @@ async function main(): Promise<void> {
   const lifecycle = new Lifecycle({ logger });
   const db = createDb({ url: config.DATABASE_URL, poolMax: 10, applicationName: 'profile-api' });
   lifecycle.registerFirst('db-pool', () => db.destroy());
+  const metrics = createMetrics();
+  observeDbPool(metrics.registry, db, 'profile-api');
   const http = await serveHttp({
     config,
     logger,
-    metrics: createMetrics(),
+    metrics,
     readiness: readinessFromChecks({ database: () => db.raw('select 1') }, { logger }),
     mount: (router) => mountProfileApi(router, { db, logger, trustedProxies: config.TRUSTED_PROXIES, cursorSecret: config.CURSOR_SECRET }),
   });

@@ -1,6 +1,6 @@
 import { createBus, prefixedTopics } from '@svc/bus';
 import { mountConsentApi } from '@svc/consent-api';
-import { ConnectorStore, forwarderMetrics, resolveSecretKey, startForwarder } from '@svc/conversion-forwarder';
+import { ConnectorStore, forwarderMetrics, observeForwarderQueue, resolveSecretKey, startForwarder } from '@svc/conversion-forwarder';
 import { resolverMetrics, resolverPoolSize, startResolver } from '@svc/identity-resolver';
 import { mountGateway } from '@svc/ingest-gateway';
 import { mountProfileApi } from '@svc/profile-api';
@@ -8,6 +8,7 @@ import {
   Lifecycle,
   createDb,
   createMetrics,
+  observeDbPool,
   readinessFromChecks,
   runMigrations,
   serveHttp,
@@ -47,6 +48,7 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
     if (applied.length) logger.info({ applied }, 'migrations applied');
 
     const metrics = createMetrics();
+    observeDbPool(metrics.registry, db, 'standalone');
     const bus = await createBus(config, { db, databaseUrl, logger: logger.child({ component: 'bus' }), metricsRegistry: metrics.registry });
     lifecycle.registerFirst('bus', () => bus.close());
     const topics = prefixedTopics(config.TOPIC_PREFIX);
@@ -57,6 +59,7 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
     // gateway's requests must not keep its transactions (or its outbox relay) waiting for the pool.
     const resolverDb = createDb({ url: databaseUrl, poolMax: resolverPoolSize(config.RESOLVER_CONSUMERS), applicationName: 'svc-standalone-resolver' });
     lifecycle.registerFirst('resolver-db-pool', () => resolverDb.destroy());
+    observeDbPool(metrics.registry, resolverDb, 'identity-resolver');
     const resolverBus = await createBus(config, { db: resolverDb, databaseUrl, logger: logger.child({ component: 'bus', for: 'identity-resolver' }), metricsRegistry: metrics.registry });
     lifecycle.registerFirst('resolver-bus', () => resolverBus.close());
     const connectors = new ConnectorStore(resolverDb);
@@ -82,6 +85,7 @@ export async function startStack(config: StackConfig, logger: Logger): Promise<R
       pollIntervalMs: config.FORWARDER_POLL_INTERVAL_MS,
     });
     lifecycle.registerFirst('conversion-forwarder', () => forwarder.stop(), { timeoutMs: 30_000 });
+    observeForwarderQueue(metrics, db);
     let stopConsentPublisher = async () => {};
     const http = await serveHttp({
       config,
