@@ -25,7 +25,8 @@ const isObject = (v: Json | undefined): v is JsonObject => typeof v === 'object'
  * valid against the schema of that status, so an undocumented field (every
  * object is closed), status or route is a problem. A method the path does
  * not document may only be refused (405, or 404 under /v1-profiles), as the
- * spec says, with the error envelope; a CORS preflight only answered (204).
+ * spec says, with the error envelope; a CORS preflight only answered (204);
+ * and a path no operation has, only with the 404 envelope.
  * Returns the problems found; none when the response is documented.
  */
 export function createResponseChecker(document: Json): (response: ReceivedResponse) => string[] {
@@ -39,10 +40,11 @@ export function createResponseChecker(document: Json): (response: ReceivedRespon
   const compiled = new Map<string, ValidateFunction>();
 
   const match = (path: string): string | undefined => {
-    const wanted = path.split('?')[0]!;
+    // Express routes ignore trailing slashes and letter case, so the document's paths are matched the same way.
+    const wanted = path.split('?')[0]!.replace(/(.)\/+$/, '$1');
     const candidates = templates.filter(({ template }) => {
       const rooted = isObject(paths[template]) && Array.isArray((paths[template] as JsonObject).servers);
-      return rooted ? true : wanted.startsWith(`${BASE_PATH}/`);
+      return rooted ? true : wanted.toLowerCase().startsWith(`${BASE_PATH.toLowerCase()}/`);
     });
     const found = candidates
       .map(({ template, segments }) => {
@@ -55,7 +57,7 @@ export function createResponseChecker(document: Json): (response: ReceivedRespon
           if (/^\{.+\}$/.test(s)) {
             if (actual[i] === '') return undefined;
             templated++;
-          } else if (s !== actual[i]) return undefined;
+          } else if (s.toLowerCase() !== actual[i]!.toLowerCase()) return undefined;
         }
         return { template, templated };
       })
@@ -65,24 +67,27 @@ export function createResponseChecker(document: Json): (response: ReceivedRespon
     return found[0]?.template;
   };
 
+  const isEnvelope = (body: Json): boolean => isObject(body) && body.success === false && typeof body.error === 'string';
+
   return (r) => {
     const template = match(r.path);
-    if (template === undefined) return [`${r.method} ${r.path}: no documented path matches`];
-    const item = paths[template] as JsonObject;
-    const method = r.method.toLowerCase();
-    const where = `${r.method} ${template} ${r.status}`;
     let body: Json;
     try {
       body = r.body === '' ? null : (JSON.parse(r.body) as Json);
     } catch {
-      return [`${where}: the body is not JSON`];
+      return [`${r.method} ${r.path} ${r.status}: the body is not JSON`];
     }
+    // No route: the one answer for a path the document does not have is the spec's 404.
+    if (template === undefined) return r.status === 404 && isEnvelope(body) ? [] : [`${r.method} ${r.path} ${r.status}: no documented path matches, and the answer is not a 404`];
+    const item = paths[template] as JsonObject;
+    const method = r.method.toLowerCase();
+    const where = `${r.method} ${template} ${r.status}`;
     const op = item[method];
     if (!isObject(op)) {
       if (method === 'options' && r.status === 204) return [];
       const refused = r.status === 405 || (r.status === 404 && template.startsWith('/v1-profiles'));
       if (!refused) return [`${where}: ${r.method} is not documented on ${template}, and the answer is not a refusal`];
-      return isObject(body) && body.success === false && typeof body.error === 'string' ? [] : [`${where}: a refusal without the error envelope`];
+      return isEnvelope(body) ? [] : [`${where}: a refusal without the error envelope`];
     }
     const responses = op.responses as JsonObject;
     const spec = responses[String(r.status)];
