@@ -13,6 +13,9 @@ import {
 import { createTestDatabase, testLogger, type TestDatabase } from '@svc/testkit';
 import { profileApiMigrations } from '../migrations';
 import { mountProfileApi } from '../routes-setup';
+import { buildOpenApiDocument, createResponseChecker } from '@svc/openapi';
+
+const checkDocumented = createResponseChecker(buildOpenApiDocument());
 
 export const TEST_CURSOR_SECRET = 'test-cursor-secret-of-at-least-32-characters';
 
@@ -141,6 +144,9 @@ export class ProfileApiHarness {
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = await res.text();
+    // Every answer a test gets must be the OpenAPI document's for its route and status.
+    const problems = checkDocumented({ method, path: new URL(`${this.base}${path}`).pathname, status: res.status, contentType: res.headers.get('content-type') ?? undefined, body: text });
+    if (problems.length > 0) throw new Error(`undocumented response:\n${problems.join('\n')}`);
     return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
   }
 }
