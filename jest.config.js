@@ -12,7 +12,7 @@ const swc = [
 
 /** Workspace packages resolve to their TypeScript sources, so tests never need a build. */
 const moduleNameMapper = {
-  '^@svc/(contracts|runtime|testkit|bus|identity|conversions|service|sdk-browser)$': '<rootDir>/libs/$1/src/index.ts',
+  '^@svc/(contracts|runtime|testkit|bus|identity|conversions|service|sdk-browser|openapi)$': '<rootDir>/libs/$1/src/index.ts',
   '^@svc/(ingest-gateway|identity-resolver|consent-api|profile-api|conversion-forwarder)$': '<rootDir>/services/$1/src/index.ts',
 };
 
@@ -37,6 +37,7 @@ module.exports = {
     project('libs/conversions', '@svc/conversions'),
     project('libs/service', '@svc/service'),
     project('libs/sdk-browser', '@svc/sdk-browser'),
+    project('libs/openapi', '@svc/openapi'),
     project('tools/svcctl', '@svc/svcctl'),
     project('tools/deploy', '@svc/deploy'),
     project('services/standalone', '@svc/standalone'),

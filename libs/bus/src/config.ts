@@ -42,7 +42,7 @@ export interface BusDependencies {
   /** Its URL, for the log's own listening and consumer sessions. */
   databaseUrl: string;
   logger?: BusLogger;
-  /** Where the Kafka adapter exports consumer lag. */
+  /** Where the bus exports consumer lag and dead-letter counts. */
   metricsRegistry?: Registry;
 }
 
@@ -64,5 +64,6 @@ export async function createBus(config: BusConfig, deps: BusDependencies): Promi
     url: deps.databaseUrl,
     retentionHours: config.BUS_RETENTION_HOURS,
     ...(deps.logger ? { logger: deps.logger } : {}),
+    ...(deps.metricsRegistry ? { metricsRegistry: deps.metricsRegistry } : {}),
   });
 }

@@ -36,25 +36,6 @@ export const ConsentDecisionSchema = Type.Object(
 );
 export type ConsentDecision = Static<typeof ConsentDecisionSchema>;
 
-/** One stored decision as GET /v1-consent returns it (history entries). */
-export interface ConsentRecordView {
-  id: string;
-  anonymous_id: string;
-  user_id: string | null;
-  purposes: Partial<Record<ConsentPurpose, boolean>>;
-  source: string;
-  client_timestamp: string | null;
-  received_at: string;
-}
-
-/** The current decision for one purpose: the newest record that named it. */
-export interface CurrentConsent {
-  granted: boolean;
-  source: string;
-  decided_at: string;
-  record_id: string;
-}
-
 export const ConsentMessages = {
   subjectRequired: 'anonymous_id or user_id is required',
   subjectHasNul: 'anonymous_id and user_id must not contain U+0000',

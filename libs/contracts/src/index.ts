@@ -1,8 +1,17 @@
 export { API_VERSION, BodyLimitHints, ErrorCodes, EventReasons, Headers, Messages, type ErrorCode, type RequiredKeyType } from './messages';
 export { Limits } from './limits';
 export { isValidIdentifier } from './identifiers';
-export { CLICK_ID_TYPES, EVENT_TYPES, STORED_EVENT_NAMES, type ClickType, type InboundEvent } from './events';
+export {
+  CLICK_ID_TYPES,
+  EVENT_TYPES,
+  InboundEventSchema,
+  STORED_EVENT_NAMES,
+  type ClickType,
+  type EventType,
+  type InboundEvent,
+} from './events';
 export { checkEvent } from './validate-event';
+export { canonicalTimestamp } from './timestamps';
 export { toStorable } from './storable';
 export {
   deadLetterTopicName,
@@ -20,12 +29,11 @@ export { firstSchemaError, validatorFor } from './schema-validator';
 export {
   checkConsentDecision,
   CONSENT_PURPOSES,
+  ConsentDecisionSchema,
   ConsentMessages,
   grantsFingerprinting,
   type ConsentDecision,
   type ConsentPurpose,
-  type ConsentRecordView,
-  type CurrentConsent,
 } from './consent';
 export { DEFAULT_QUALIFYING_NAMES, qualifiesAsConversion } from './conversion-rules';
 export {
@@ -35,3 +43,36 @@ export {
   type EngagementCondition,
   type EngagementRules,
 } from './engagement-rules';
+export {
+  BatchResultSchema,
+  BodyTooLargeSchema,
+  ConsentReadSchema,
+  ConsentRecordedSchema,
+  ErrorEnvelopeSchema,
+  LivenessSchema,
+  PerOrgRateLimitedSchema,
+  ProfileEventsSchema,
+  ProfileFoundSchema,
+  ProfileIdentitiesSchema,
+  ProfileListSchema,
+  ProfileSearchSchema,
+  ProfilesMergedSchema,
+  QuotaPausedSchema,
+  ReadinessSchema,
+  type ClickIdView,
+  type ConsentRecordView,
+  type CurrentConsent,
+  type FingerprintView,
+  type IdentitySignalView,
+  type ProfileDetail,
+  type ProfileListItem,
+  type StoredEventView,
+  type Touch,
+} from './api-responses';
+export { SegmentBatchBodySchema, SegmentSingleEventSchema } from './segment';
+// Every named schema is public: the OpenAPI document (libs/openapi) names its components after them.
+export { BatchBodySchema } from './events';
+export { ConsentDecisionEventSchema, ConversionCandidateSchema, ProfileChangeSchema, ResolvedEventSchema } from './topics';
+export { EngagementConditionSchema, EngagementDecaySchema, EngagementRuleSchema, EngagementRulesSchema } from './engagement-rules';
+export { ClickIdViewSchema, ConsentRecordViewSchema, CurrentConsentSchema, FingerprintViewSchema, IdentitySignalViewSchema, ProfileDetailSchema, ProfileListItemSchema, StoredEventViewSchema, TouchSchema } from './api-responses';
+export { SegmentMessageSchema } from './segment';

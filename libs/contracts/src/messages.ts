@@ -39,6 +39,16 @@ export const Messages = {
   headersTooLarge: 'Request line and headers too large: at most 16 KiB together',
   /** Additive: 408, the headers did not arrive in time. */
   requestTimeout: 'Request timed out before its headers arrived',
+  /** Additive, Segment-compatible routes: no Authorization header and no `writeKey` in the body. */
+  writeKeyMissing: 'Missing write key: send it as the Basic-auth user (empty password) or as writeKey in the body',
+  /** Additive, Segment-compatible routes: an Authorization header that is neither Basic nor Bearer. */
+  invalidWriteKeyAuthorizationFormat: 'Invalid Authorization format. Use: Basic <base64 of write_key:> or Bearer <api_key>',
+  /** Additive, Segment-compatible routes: a Content-Encoding other than gzip or identity. */
+  unsupportedContentEncoding: 'Content-Encoding must be gzip or identity',
+  /** Additive, Segment-compatible routes: `Content-Encoding: gzip` on a body that does not decompress. */
+  invalidGzipBody: 'Invalid gzip body: Content-Encoding says gzip but the body does not decompress',
+  /** Additive, Segment-compatible single-event routes (`/v1/track`, ...): a body that is not one JSON object. */
+  singleEventRequired: 'Invalid request: the body must be one event object',
   /** 403 for a valid key of the wrong type; names the type(s) the operation needs. */
   insufficientPermissions: (required: RequiredKeyType) =>
     `Insufficient permissions: this operation requires ${required === 'admin' ? 'an' : 'a'} ${required} key`,

@@ -1,15 +1,15 @@
 export { AppError, NotFoundError, UnavailableError, ValidationError } from './errors';
 export { env, loadConfig, loadConfigOrExit, type ConfigValues, type VarSpec } from './config/config';
 export { createDb, type Db } from './db/db';
-export { NETWORK_ERROR_CODES, isDatabaseUnavailable, isStatementMismatch } from './db/unavailable';
+export { isDatabaseUnavailable, isStatementMismatch, NETWORK_ERROR_CODES } from './db/unavailable';
 export { runMigrations, type MigrationSet } from './db/migrations';
 export { pendingMigrations } from './db/pending-migrations';
 export { ensureDatabase, freePort, startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres';
-export { KEY_TYPES, type KeyType } from './accounts/api-keys';
+export { KEY_TYPES, parseAuthorization, type KeyType } from './accounts/api-keys';
 export { AccountsStore, PLAN_STATES, type PlanState, type VerifiedKey } from './accounts/store';
 export { accountsMigrations } from './accounts/migrations';
 export { createLogger, type Logger } from './logging';
-export { createMetrics, defineCounter, defineHistogram, type Metrics } from './metrics';
+export { createMetrics, defineCounter, defineGauge, defineHistogram, observeDbPool, type Metrics } from './metrics';
 export {
   clientIp,
   createApp,
@@ -17,6 +17,9 @@ export {
   HttpError,
   methodNotAllowed,
   notFound,
+  parseJson,
+  payloadTooLarge,
+  readBounded,
   readinessFromChecks,
   readJsonBody,
   rejectOversizedContentLength,

@@ -6,6 +6,7 @@ import {
   createLogger,
   createMetrics,
   loadConfigOrExit,
+  observeDbPool,
   readinessFromChecks,
   serveHttp,
   type ConfigValues,
@@ -72,6 +73,7 @@ export async function startService<S extends Record<string, VarSpec<unknown>>>(
     const metrics = createMetrics({ defaultLabels: { service: definition.name } });
     const db = createDb({ url: config.DATABASE_URL, poolMax: definition.poolMax?.(config) ?? config.DB_POOL_MAX, applicationName: definition.name });
     lifecycle.registerFirst('db-pool', () => db.destroy());
+    observeDbPool(metrics.registry, db, definition.name);
     const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger, metricsRegistry: metrics.registry });
     lifecycle.registerFirst('bus', () => bus.close());
     const built = await definition.build({ config, logger, lifecycle, db, bus, metrics });

@@ -16,6 +16,7 @@ import { processBatch } from '@svc/identity-resolver';
 import { consentMigrations } from './migrations';
 import type { ConsentPublisher } from './publisher';
 import { mountConsentApi } from './routes-setup';
+import { documentedFetch } from '@svc/openapi';
 
 describeWithPostgres('consent API on PostgreSQL', () => {
   let t: TestDatabase;
@@ -57,7 +58,7 @@ describeWithPostgres('consent API on PostgreSQL', () => {
   });
 
   const send = async (method: string, key: string, body?: unknown, query = '', headers: Record<string, string> = {}) => {
-    const res = await fetch(`${url}${query}`, {
+    const res = await documentedFetch(`${url}${query}`, {
       method,
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),

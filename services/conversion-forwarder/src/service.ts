@@ -3,6 +3,7 @@ import type { ConfigValues } from '@svc/runtime';
 import type { BuiltService, ServiceConfig, ServiceContext, ServiceDefinition } from '@svc/service';
 import { forwarderConfigSpec, forwarderOwnConfigSpec } from './config';
 import { forwarderMetrics } from './metrics';
+import { observeForwarderQueue } from './queue-metrics';
 import { parseSecretKey } from './secrets';
 import { startForwarder } from './start';
 
@@ -27,6 +28,7 @@ export async function buildForwarder(
     pollIntervalMs: config.FORWARDER_POLL_INTERVAL_MS,
   });
   lifecycle.registerFirst('conversion-forwarder', () => forwarder.stop(), { timeoutMs: 30_000 });
+  observeForwarderQueue(metrics, db);
   return {};
 }
 

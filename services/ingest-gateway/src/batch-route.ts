@@ -1,4 +1,4 @@
-import type { Router } from 'express';
+import type { Response, Router } from 'express';
 import { BodyLimitHints, EventReasons, Headers, Limits, Messages, type RawEventEnvelope, type TopicSpec } from '@svc/contracts';
 import { BusUnavailableError, type Bus, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import {
@@ -13,6 +13,7 @@ import {
   type KeyVerifier,
   type Logger,
   type RateLimiter,
+  type VerifiedKey,
 } from '@svc/runtime';
 import { batchRateRules, checkQuota, rateLimitError, type UsageReader } from './limits';
 import { errorLines, prepareEvents, type EventFailure } from './prepare-events';
@@ -52,71 +53,89 @@ export function mountBatchRoute(router: Router, deps: GatewayDeps): void {
     }
     if (batch.length > Limits.batchMaxEvents) throw new HttpError(400, Messages.batchTooLarge);
 
-    // 3. Rate limits, shared by every replica. If the counter store fails we let
-    //    the request through: refusing ingestion over a limiter outage loses data.
-    const receivedAt = now();
-    try {
-      const limited = rateLimitError(await deps.rateLimiter.hit(batchRateRules(key, ip), receivedAt));
-      if (limited) {
-        deps.metrics.rejectedRequests.inc({ limit: limited.code ? 'per_ip' : 'per_org' });
-        throw limited;
-      }
-    } catch (err) {
-      if (err instanceof HttpError) throw err;
-      res.locals.log?.warn({ err }, 'rate limiter unavailable; request allowed');
-    }
-
-    // 4. Plan state and monthly quota.
-    const overQuota = await checkQuota(key, deps.readUsage, receivedAt, deps.upgradeUrl);
-    if (overQuota) {
-      deps.metrics.rejectedRequests.inc({ limit: overQuota.status === 503 ? 'usage_unavailable' : 'quota' });
-      throw overQuota;
-    }
-
-    // 5. Per-event validation, then into the log before we answer.
-    const requestId = String(res.locals.requestId ?? '');
-    const prepared = prepareEvents(batch, { orgId: key.orgId, requestId, clientIp: ip, receivedAt });
-    const failures: EventFailure[] = [...prepared.failures];
-    let processed = 0;
-    if (prepared.events.length > 0) {
-      const timer = deps.metrics.produceSeconds.startTimer();
-      let results;
-      try {
-        // No Kafka headers: the envelope carries the request id, and kafkajs spends a buffer of its own on each header.
-        results = await produceEachAlone(
-          deps,
-          prepared.events.map((e) => ({ key: `${key.orgId}:${e.envelope.event.anonymousId}`, value: e.envelope })),
-        );
-      } catch (err) {
-        if (err instanceof BusUnavailableError) {
-          throw new HttpError(503, Messages.serviceUnavailable, {
-            headers: { [Headers.retryAfter]: String(Limits.retryAfterUnavailableSeconds) },
-            cause: err,
-          });
-        }
-        throw err;
-      } finally {
-        timer();
-      }
-      results.forEach((result, i) => {
-        const event = prepared.events[i]!;
-        if (result.ok) processed++;
-        else failures.push({ index: event.index, label: event.envelope.event.messageId, reason: EventReasons.insertFailed });
-      });
-    }
-
-    record(deps, prepared, failures, processed, batch.length, res.locals.log ?? deps.logger);
-    if (key.planState === 'grace') res.setHeader(Headers.quotaStatus, 'grace');
-    const duration_ms = Math.round(performance.now() - started);
-    sendJson(
-      res,
-      200,
-      failures.length === 0
-        ? { success: true, processed, failed: 0, duration_ms }
-        : { success: false, processed, failed: failures.length, errors: errorLines(failures), duration_ms },
-    );
+    await ingestBatch(deps, { key, ip, batch, started, receivedAt: now() }, res);
   });
   router.all('/v1-batch', methodNotAllowed(['POST']));
+}
+
+/** An authenticated request whose body held a batch of at most 100 events. */
+export interface AdmittedBatch {
+  key: VerifiedKey;
+  ip: string;
+  batch: readonly unknown[];
+  /** performance.now() when the request arrived, for duration_ms. */
+  started: number;
+  receivedAt: Date;
+}
+
+/**
+ * Steps 3 to 5 of POST /v1-batch and its answer: rate limits, plan quota,
+ * per-event validation, produce with per-event refusal, metrics, the 200.
+ * The Segment-compatible routes share it, so every way in obeys one set of rules.
+ */
+export async function ingestBatch(deps: GatewayDeps, { key, ip, batch, started, receivedAt }: AdmittedBatch, res: Response): Promise<void> {
+  // 3. Rate limits, shared by every replica. If the counter store fails we let
+  //    the request through: refusing ingestion over a limiter outage loses data.
+  try {
+    const limited = rateLimitError(await deps.rateLimiter.hit(batchRateRules(key, ip), receivedAt));
+    if (limited) {
+      deps.metrics.rejectedRequests.inc({ limit: limited.code ? 'per_ip' : 'per_org' });
+      throw limited;
+    }
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    res.locals.log?.warn({ err }, 'rate limiter unavailable; request allowed');
+  }
+
+  // 4. Plan state and monthly quota.
+  const overQuota = await checkQuota(key, deps.readUsage, receivedAt, deps.upgradeUrl);
+  if (overQuota) {
+    deps.metrics.rejectedRequests.inc({ limit: overQuota.status === 503 ? 'usage_unavailable' : 'quota' });
+    throw overQuota;
+  }
+
+  // 5. Per-event validation, then into the log before we answer.
+  const requestId = String(res.locals.requestId ?? '');
+  const prepared = prepareEvents(batch, { orgId: key.orgId, requestId, clientIp: ip, receivedAt });
+  const failures: EventFailure[] = [...prepared.failures];
+  let processed = 0;
+  if (prepared.events.length > 0) {
+    const timer = deps.metrics.produceSeconds.startTimer();
+    let results;
+    try {
+      // No Kafka headers: the envelope carries the request id, and kafkajs spends a buffer of its own on each header.
+      results = await produceEachAlone(
+        deps,
+        prepared.events.map((e) => ({ key: `${key.orgId}:${e.envelope.event.anonymousId}`, value: e.envelope })),
+      );
+    } catch (err) {
+      if (err instanceof BusUnavailableError) {
+        throw new HttpError(503, Messages.serviceUnavailable, {
+          headers: { [Headers.retryAfter]: String(Limits.retryAfterUnavailableSeconds) },
+          cause: err,
+        });
+      }
+      throw err;
+    } finally {
+      timer();
+    }
+    results.forEach((result, i) => {
+      const event = prepared.events[i]!;
+      if (result.ok) processed++;
+      else failures.push({ index: event.index, label: event.envelope.event.messageId, reason: EventReasons.insertFailed });
+    });
+  }
+
+  record(deps, prepared, failures, processed, batch.length, res.locals.log ?? deps.logger);
+  if (key.planState === 'grace') res.setHeader(Headers.quotaStatus, 'grace');
+  const duration_ms = Math.round(performance.now() - started);
+  sendJson(
+    res,
+    200,
+    failures.length === 0
+      ? { success: true, processed, failed: 0, duration_ms }
+      : { success: false, processed, failed: failures.length, errors: errorLines(failures), duration_ms },
+  );
 }
 
 /**

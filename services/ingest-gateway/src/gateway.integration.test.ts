@@ -12,6 +12,7 @@ import {
 } from '@svc/runtime';
 import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, type TestDatabase } from '@svc/testkit';
 import { mountGateway } from './routes';
+import { documentedFetch } from '@svc/openapi';
 
 /**
  * The gateway on real parts: PostgreSQL for keys, limits and usage, and the
@@ -62,7 +63,7 @@ function gatewaySuite(makeBus: (t: TestDatabase) => Bus): void {
   });
 
   const post = (server: RunningHttpServer, key: string, batch: unknown[], headers: Record<string, string> = {}) =>
-    fetch(`${server.url}/functions/v1/v1-batch`, {
+    documentedFetch(`${server.url}/functions/v1/v1-batch`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...headers },
       body: JSON.stringify({ batch }),

@@ -1,9 +1,11 @@
 import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
+import { mountOpenApiDocument } from '@svc/openapi';
 import { AccountsStore, PostgresRateLimiter, type Db, type Logger, type Metrics } from '@svc/runtime';
-import { mountBatchRoute } from './batch-route';
+import { mountBatchRoute, type GatewayDeps } from './batch-route';
 import { gatewayMetrics } from './metrics';
+import { mountSegmentRoutes } from './segment/routes';
 
 export interface GatewayWiring {
   db: Db;
@@ -15,10 +17,10 @@ export interface GatewayWiring {
   upgradeUrl: string;
 }
 
-/** Builds the gateway's real dependencies and mounts its routes; used by main.ts and the standalone stack. */
+/** Builds the gateway's real dependencies and mounts its routes (/v1-batch and the Segment-compatible ones); used by main.ts and the standalone stack. */
 export function mountGateway(router: Router, w: GatewayWiring): void {
   const accounts = new AccountsStore(w.db);
-  mountBatchRoute(router, {
+  const deps: GatewayDeps = {
     keys: accounts,
     rateLimiter: new PostgresRateLimiter(w.db),
     readUsage: (orgId, at) => accounts.monthlyUsage(orgId, at),
@@ -28,5 +30,9 @@ export function mountGateway(router: Router, w: GatewayWiring): void {
     upgradeUrl: w.upgradeUrl,
     metrics: gatewayMetrics(w.metrics),
     logger: w.logger,
-  });
+  };
+  mountBatchRoute(router, deps);
+  mountSegmentRoutes(router, deps);
+  // The gateway is the API's front door, so it serves the API's description.
+  mountOpenApiDocument(router);
 }

@@ -1,5 +1,5 @@
 import { DEFAULT_PHONE_COUNTRY_CODE, adminMergeProfiles, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
-import type { ProfileSortField } from '@svc/contracts';
+import type { ClickIdView, FingerprintView, IdentitySignalView, ProfileDetail, ProfileListItem, ProfileSortField, StoredEventView, Touch as ContractTouch } from '@svc/contracts';
 import { isClickExhaustedSql } from '@svc/conversions';
 import type { Db } from '@svc/runtime';
 import type { EventCursor } from './cursor';
@@ -13,74 +13,8 @@ import type { SearchField } from './params';
  * stand for its survivor.
  */
 
-/** `{ source, medium, campaign, at }` as the resolver stores it. */
-export type Touch = Record<string, unknown> | null;
-
-/** One entry of the list and of search results. */
-export interface ProfileListItem {
-  id: string;
-  canonical_id: string;
-  last_seen_at: string;
-  first_seen_at: string;
-  event_count: number;
-  session_count: number;
-  engagement_score: number;
-  created_at: string;
-  identified: boolean;
-  first_touch: Touch;
-  last_touch: Touch;
-}
-
-export interface IdentitySignalView {
-  signal_type: string;
-  signal_value: string;
-  confidence: number;
-  first_seen_at: string;
-  last_seen_at: string;
-  occurrence_count: number;
-}
-
-export interface FingerprintView {
-  fingerprint_hash: string;
-  stability_score: number;
-  first_seen_at: string;
-  last_seen_at: string;
-  occurrence_count: number;
-}
-
-export interface ClickIdView {
-  click_type: string;
-  click_id: string;
-  campaign_source: string | null;
-  campaign_medium: string | null;
-  first_seen_at: string;
-  is_exhausted: boolean;
-}
-
-export interface ProfileDetail {
-  id: string;
-  canonical_id: string;
-  identities: IdentitySignalView[];
-  stats: { total_sessions: number; events_last_30_days: number };
-  identified: boolean;
-  user_id: string | null;
-  first_touch: Touch;
-  last_touch: Touch;
-  first_seen_at: string;
-  last_seen_at: string;
-  event_count: number;
-  engagement_score: number;
-  created_at: string;
-}
-
-export interface StoredEventView {
-  id: string;
-  event_name: string;
-  event_timestamp: string;
-  properties: Record<string, unknown>;
-  context: Record<string, unknown>;
-  resolution_method: string;
-}
+/** `{ source, medium, campaign, at }` as the resolver stores it. The views' shapes are the contracts' (api-responses.ts), which the OpenAPI document is generated from. */
+type Touch = ContractTouch | null;
 
 export interface ListQuery {
   limit: number;

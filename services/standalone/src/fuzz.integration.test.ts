@@ -2,7 +2,7 @@
  * The fuzz suite (issue 15): generated requests, most of them mutated but
  * plausible, some plainly hostile, posted to every route of the real stack
  * (real PostgreSQL, on both bus tiers). Properties: every answer is a 2xx
- * or 4xx with the spec's envelope and headers, never a raw database or
+ * or 4xx with the spec's envelope and headers, as the OpenAPI document says, never a raw database or
  * library message; every event a 200 acknowledged is stored exactly once;
  * an organisation nobody sent as is untouched; Object.prototype is clean.
  *

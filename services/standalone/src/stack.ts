@@ -8,6 +8,7 @@ import {
   Lifecycle,
   createDb,
   createMetrics,
+  observeDbPool,
   readinessFromChecks,
   runMigrations,
   serveHttp,
@@ -54,6 +55,7 @@ export async function startStack(config: StackConfig, logger: Logger, signals?: 
     const context = async (name: string, poolMax: number): Promise<ServiceContext<StackConfig & { DATABASE_URL: string; DB_POOL_MAX: number }>> => {
       const db = createDb({ url: databaseUrl, poolMax, applicationName: `svc-standalone-${name}` });
       lifecycle.registerFirst(`${name}-db-pool`, () => db.destroy());
+      observeDbPool(metrics.registry, db, name);
       const bus = await createBus(config, { db, databaseUrl, logger: logger.child({ component: 'bus', for: name }), metricsRegistry: metrics.registry });
       lifecycle.registerFirst(`${name}-bus`, () => bus.close());
       return { config: { ...config, DATABASE_URL: databaseUrl, DB_POOL_MAX: poolMax }, logger: logger.child({ component: name }), lifecycle, db, bus, metrics };

@@ -7,6 +7,8 @@ import { assertAllValid, deadLetterTopicFor, partitionFor } from '../validate';
 import { createKafka, shortRetry, Sockets } from './client';
 import { Codec } from './codec';
 import { LagGauge } from './lag';
+import { observeDeadLetters } from '../bus-metrics';
+import { kafkaDeadLetters } from './dead-letters';
 import { MemoizingRegistryClient } from './registry';
 import { consumerSettings, type KafkaBusOptions } from './options';
 import { Connected, ProducerPool, type PartitionedMessage } from './send';
@@ -60,6 +62,7 @@ class KafkaBusImpl implements KafkaBus {
     this.admin = new Connected(kafka.admin({ retry: shortRetry }));
     this.topics = new TopicManager(() => this.admin.get(), this.registry);
     this.lag = o.metricsRegistry ? new LagGauge(o.metricsRegistry) : undefined;
+    if (o.metricsRegistry) observeDeadLetters(o.metricsRegistry, async () => kafkaDeadLetters(await this.admin.get()));
   }
 
   async ensureTopics(topics: readonly TopicSpec[]): Promise<void> {

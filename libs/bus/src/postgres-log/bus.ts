@@ -11,6 +11,8 @@ import { silentLogger, withDeadline, type BusLogger } from '../shared';
 import { PostgresLogConsumer } from './consumer';
 import { Listener } from './listener';
 import { append, deleteOlderThan, ensureTopic, type Queryable } from './store';
+import type { Registry } from 'prom-client';
+import { observePostgresLog } from './metrics';
 
 export interface PostgresLogBusOptions {
   /** The database holding the `bus` schema (see busMigrations). The caller owns and destroys it. */
@@ -32,6 +34,8 @@ export interface PostgresLogBusOptions {
   operationTimeoutMs?: number;
   /** Names this process in group membership and pg_stat_activity (default host-pid-random). */
   instanceId?: string;
+  /** Where consumer lag and dead-letter counts are exported (see metrics.ts). */
+  metricsRegistry?: Registry;
 }
 
 export interface PostgresLogBus extends Bus {
@@ -74,6 +78,7 @@ class PgLogBus implements PostgresLogBus {
       this.sweepRetention().catch((err: unknown) => this.logger.warn({ err }, 'bus: retention sweep failed'));
     }, o.retentionSweepMs ?? 5 * 60_000);
     this.sweepTimer.unref();
+    if (o.metricsRegistry) observePostgresLog(o.metricsRegistry, o.db);
   }
 
   async ensureTopics(topics: readonly TopicSpec[]): Promise<void> {

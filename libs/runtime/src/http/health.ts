@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../logging';
 import { sendJson } from './json-response';
+import { readinessGauges } from './readiness-metrics';
 
 /** `degraded`: working, but something needs an operator's eye (ready all the same: taking it out of rotation would not help). */
 export type CheckStatus = 'ok' | 'degraded' | 'fail';
@@ -38,6 +39,7 @@ export const OPERATIONAL_PATHS: ReadonlySet<string> = new Set(['/healthz', '/rea
 export function healthRoutes(options: HealthRoutesOptions): Router {
   const timeoutMs = options.readinessTimeoutMs ?? DEFAULT_READINESS_TIMEOUT_MS;
   const router = Router();
+  const recordReadiness = readinessGauges(options.registry);
   router.get('/healthz', (_req, res) => {
     sendJson(res, 200, { status: 'ok' });
   });
@@ -50,6 +52,7 @@ export function healthRoutes(options: HealthRoutesOptions): Router {
     } catch (err) {
       (res.locals.log ?? options.logger).warn({ err }, 'readiness probe failed');
     }
+    recordReadiness(checks, ready);
     sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', checks });
   });
   router.get('/metrics', async (_req, res) => {

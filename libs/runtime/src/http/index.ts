@@ -21,7 +21,7 @@ export type { CheckStatus, HealthRoutesOptions, ReadinessProbe, ReadinessReport 
 export { HttpError, isHttpError } from './http-error';
 export type { HttpErrorOptions } from './http-error';
 export { JSON_CONTENT_TYPE, sendJson } from './json-response';
-export { isJsonContentType, readJsonBody } from './read-json-body';
+export { isJsonContentType, parseJson, readBounded, readJsonBody } from './read-json-body';
 export type { ReadJsonBodyOptions } from './read-json-body';
 export { isValidRequestId, requestId } from './request-id';
 export { requestTiming } from './request-timing';

@@ -41,7 +41,8 @@ export function isJsonContentType(header: string | undefined): boolean {
   return mediaType.trim().toLowerCase() === 'application/json';
 }
 
-function readBounded(req: IncomingMessage, { limitBytes, hint }: ReadJsonBodyOptions): Promise<Buffer> {
+/** The body's bytes, refused with the 413 as soon as they pass the limit (for routes that read other than JSON's Content-Type). */
+export function readBounded(req: IncomingMessage, { limitBytes, hint }: ReadJsonBodyOptions): Promise<Buffer> {
   if (req.readableEnded) {
     // Someone (a body-parser, an earlier call) already consumed the stream;
     // waiting for 'end' would hang the request forever.
@@ -88,7 +89,8 @@ function isBlank(raw: Buffer): boolean {
   return raw.every((byte) => byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d);
 }
 
-function parseJson(raw: Buffer): unknown {
+/** A body's bytes as JSON: 400 `emptyBody` for blank, 400 `invalidJson` for anything unparsable. */
+export function parseJson(raw: Buffer): unknown {
   if (isBlank(raw)) throw new HttpError(400, Messages.emptyBody);
   try {
     // JSON is UTF-8 (RFC 8259) whatever the charset parameter says; `fatal` turns

@@ -6,3 +6,4 @@ export {
   UNMATCHED_ROUTE,
 } from './create-metrics';
 export type { CreateMetricsOptions, HttpDurationLabels, Metrics } from './create-metrics';
+export { DB_POOL_METRIC, observeDbPool } from './db-pool';

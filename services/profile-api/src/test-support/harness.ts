@@ -14,6 +14,7 @@ import {
 } from '@svc/runtime';
 import { createTestDatabase, testLogger, type TestDatabase } from '@svc/testkit';
 import { mountProfileApi } from '../routes-setup';
+import { documentedFetch } from '@svc/openapi';
 
 export const TEST_CURSOR_SECRET = 'test-cursor-secret-of-at-least-32-characters';
 
@@ -141,7 +142,8 @@ export class ProfileApiHarness {
     body?: unknown,
     options: { ip?: string; headers?: Record<string, string> } = {},
   ): Promise<Reply> {
-    const res = await fetch(`${this.base}${path}`, {
+    // Every answer a test gets must be the OpenAPI document's for its route and status.
+    const res = await documentedFetch(`${this.base}${path}`, {
       method,
       headers: {
         ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { checkEvent } from '@svc/contracts';
+import { Messages, checkEvent } from '@svc/contracts';
+import { buildOpenApiDocument, createResponseChecker } from '@svc/openapi';
 import { rawRequest, type RawResponse } from './raw-http';
 import { fuzzRequest, type FuzzRequest, type FuzzTargets, type RouteKind } from './requests';
 
@@ -14,7 +15,7 @@ export interface FuzzOptions {
 }
 
 export interface Violation {
-  rule: 'server_error' | 'leak' | 'envelope' | 'headers' | 'batch_count' | 'no_answer';
+  rule: 'server_error' | 'leak' | 'envelope' | 'headers' | 'batch_count' | 'no_answer' | 'undocumented';
   detail: string;
   request: string;
 }
@@ -37,6 +38,12 @@ export interface FuzzReport {
  * these may ever appear in a body.
  */
 const LEAK = /SQLSTATE|syntax error at|relation "|column "|violates|duplicate key|invalid input syntax|unterminated|knex|\bpg_|node_modules|\bat (async |Object\.)|TypeError|RangeError|ReferenceError|Cannot read prop|is not a function|ECONNREFUSED|stack depth/i;
+
+/** Every answer must be the OpenAPI document's for its route and status (libs/openapi). */
+const documented = createResponseChecker(buildOpenApiDocument());
+
+/** Answers of Node's HTTP parser, before any route (docs/architecture.md, HTTP scaffolding): no operation of the document can own them. */
+const PARSER_ANSWERS: ReadonlySet<unknown> = new Set([Messages.malformedRequest, Messages.headersTooLarge, Messages.requestTimeout]);
 
 /**
  * Sends `requests` generated requests (fixed seed, so a run is repeatable)
@@ -109,6 +116,10 @@ async function check(port: number, request: FuzzRequest, report: FuzzReport): Pr
   } catch {
     violation('envelope', `not JSON: ${res.body.slice(0, 200)}`);
     return;
+  }
+  if (!PARSER_ANSWERS.has(body.error)) {
+    const target = request.target.toString('latin1');
+    for (const problem of documented({ method: request.method, path: target, status: res.status, contentType: res.headers['content-type'], body: res.body })) violation('undocumented', problem);
   }
   if (res.status >= 400) {
     // The per-organisation 429 alone carries only `error`, as the spec says.

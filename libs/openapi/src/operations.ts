@@ -1,0 +1,340 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+import {
+  BatchResultSchema,
+  ConsentDecisionSchema,
+  ConsentMessages,
+  ConsentReadSchema,
+  ConsentRecordedSchema,
+  EVENT_TYPES,
+  EventReasons,
+  InboundEventSchema,
+  Limits,
+  LivenessSchema,
+  Messages,
+  ProfileEventsSchema,
+  ProfileFoundSchema,
+  ProfileIdentitiesSchema,
+  ProfileListSchema,
+  ProfileSearchSchema,
+  ProfilesMergedSchema,
+  ReadinessSchema,
+  SegmentBatchBodySchema,
+  SegmentSingleEventSchema,
+} from '@svc/contracts';
+import {
+  badRequest,
+  batchTooLarge,
+  example,
+  forbidden,
+  ingestionRateLimited,
+  internalError,
+  notFound,
+  ok,
+  rateLimited,
+  smallBodyTooLarge,
+  unauthorized,
+  unauthorizedWriteKey,
+  unavailable,
+  type Example,
+  type ResponseSpec,
+} from './responses';
+
+export type Security = 'write' | 'read' | 'admin' | 'segment' | 'none';
+
+export interface Parameter {
+  name: string;
+  in: 'query' | 'path';
+  description: string;
+  schema: TSchema;
+  required?: boolean;
+}
+
+/** One operation of the API, everything the document says about it. */
+export interface Operation {
+  method: 'get' | 'post';
+  /** Path as the document writes it, under the API's base (`/functions/v1`) unless `atRoot`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: 'Ingestion' | 'Segment-compatible ingestion' | 'Consent' | 'Profiles' | 'Operations';
+  security: Security;
+  atRoot?: boolean;
+  parameters?: Parameter[];
+  requestBody?: { schema: TSchema; contentTypes: string[]; examples?: Example[] };
+  responses: Record<number, ResponseSpec>;
+}
+
+const at = '2026-11-21T12:00:00.000Z';
+const sampleEvent = { type: 'track', event: 'purchase', messageId: 'msg-1', anonymousId: 'anon_6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f', timestamp: at, properties: { value: 49.5, currency: 'EUR' } };
+
+const BATCH_RESULTS = [
+  example('accepted', 'Every event accepted', { success: true, processed: 2, failed: 0, duration_ms: 12 }),
+  example('partial', 'One event dropped alone, with the spec’s reason', { success: false, processed: 1, failed: 1, errors: [`msg-2: ${EventReasons.eventNameRequired}`], duration_ms: 9 }),
+  example('empty', 'An empty batch', { success: true, processed: 0, failed: 0, duration_ms: 1 }),
+];
+
+/** The statuses every ingestion way in shares, past authentication. */
+const ingestionResponses = (auth: ResponseSpec, badRequests: Array<[string, string, string]>): Record<number, ResponseSpec> => ({
+  200: ok('Processed; inspect failed and errors. A 200 does not guarantee every event landed', BatchResultSchema, BATCH_RESULTS),
+  400: badRequest('The request as a whole is malformed (permanent)', badRequests),
+  401: auth,
+  403: forbidden('write or admin'),
+  413: batchTooLarge(),
+  429: ingestionRateLimited(),
+  500: internalError(),
+  503: unavailable(true),
+});
+
+const BATCH_SHAPE: Array<[string, string, string]> = [
+  ['invalid_json', 'Unparsable body', Messages.invalidJson],
+  ['empty', 'No body', Messages.emptyBody],
+  ['no_batch', 'No batch array', Messages.batchRequired],
+  ['too_many', 'Over 100 events', Messages.batchTooLarge],
+];
+
+const ingestion: Operation[] = [
+  {
+    method: 'post',
+    path: '/v1-batch',
+    operationId: 'ingestBatch',
+    summary: 'Ingest a batch of events',
+    description: 'Processing order: authentication, batch shape, rate limits, plan quota, per-event validation. A bad event is dropped alone.',
+    tag: 'Ingestion',
+    security: 'write',
+    requestBody: {
+      schema: Type.Object({ batch: Type.Array(InboundEventSchema, { maxItems: Limits.batchMaxEvents }) }, { additionalProperties: true }),
+      contentTypes: ['application/json'],
+      examples: [example('one', 'One track event', { batch: [sampleEvent] })],
+    },
+    responses: ingestionResponses(unauthorized(), [['content_type', 'Content-Type is not application/json', Messages.contentTypeNotJson], ...BATCH_SHAPE]),
+  },
+];
+
+/** Segment's libraries post any of these; the body is read as JSON whatever the type. */
+const SEGMENT_CONTENT_TYPES = ['application/json', 'text/plain'];
+const SEGMENT_BAD: Array<[string, string, string]> = [
+  ['encoding', 'Content-Encoding other than gzip or identity', Messages.unsupportedContentEncoding],
+  ['gzip', 'Content-Encoding: gzip on a body that does not decompress', Messages.invalidGzipBody],
+];
+const segmentNote =
+  'Segment-compatible (services/ingest-gateway/README.md): the write key is the Basic-auth user (empty password), a Bearer key, or `writeKey` in the body; gzip bodies are accepted; the answer is the /v1-batch answer.';
+
+const segment: Operation[] = [
+  {
+    method: 'post',
+    path: '/segment/v1/batch',
+    operationId: 'segmentBatch',
+    summary: 'Ingest a Segment batch',
+    description: segmentNote,
+    tag: 'Segment-compatible ingestion',
+    security: 'segment',
+    requestBody: { schema: SegmentBatchBodySchema, contentTypes: SEGMENT_CONTENT_TYPES, examples: [example('one', 'A server-side track with only a userId', { batch: [{ type: 'track', event: 'Order Completed', userId: 'user-42', messageId: 'msg-1', timestamp: at }], sentAt: at })] },
+    responses: ingestionResponses(unauthorizedWriteKey(), [...SEGMENT_BAD, ...BATCH_SHAPE]),
+  },
+  ...EVENT_TYPES.map(
+    (type): Operation => ({
+      method: 'post',
+      path: `/segment/v1/${type}`,
+      operationId: `segment${type[0]!.toUpperCase()}${type.slice(1)}`,
+      summary: `Ingest one Segment ${type} call`,
+      description: `${segmentNote} The message's type is \`${type}\` whatever it says.`,
+      tag: 'Segment-compatible ingestion',
+      security: 'segment',
+      requestBody: { schema: SegmentSingleEventSchema, contentTypes: SEGMENT_CONTENT_TYPES },
+      responses: ingestionResponses(unauthorizedWriteKey(), [
+        ...SEGMENT_BAD,
+        ['invalid_json', 'Unparsable body', Messages.invalidJson],
+        ['empty', 'No body', Messages.emptyBody],
+        ['not_one_event', 'The body is not one JSON object', Messages.singleEventRequired],
+      ]),
+    }),
+  ),
+];
+
+const consentErrors = (required: 'write or admin' | 'read or admin'): Record<number, ResponseSpec> => ({
+  401: unauthorized(),
+  403: forbidden(required),
+  429: rateLimited(Limits.rate.consentPerOrgIp),
+  500: internalError(),
+});
+
+const consent: Operation[] = [
+  {
+    method: 'post',
+    path: '/v1-consent',
+    operationId: 'recordConsent',
+    summary: 'Record a consent decision',
+    tag: 'Consent',
+    security: 'write',
+    requestBody: { schema: ConsentDecisionSchema, contentTypes: ['application/json'], examples: [example('grant', 'Analytics granted from the banner', { anonymousId: sampleEvent.anonymousId, purposes: { analytics: true }, source: 'banner', timestamp: at })] },
+    responses: {
+      200: ok('Recorded (and published to consent.decisions)', ConsentRecordedSchema),
+      400: badRequest('Unreadable body, or an invalid decision (`Invalid consent: ...` naming the problem)', [
+        ['content_type', 'Content-Type is not application/json', Messages.contentTypeNotJson],
+        ['invalid_json', 'Unparsable body', Messages.invalidJson],
+      ]),
+      413: smallBodyTooLarge(),
+      503: unavailable(),
+      ...consentErrors('write or admin'),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1-consent',
+    operationId: 'readConsent',
+    summary: 'Read a subject’s current consent and history',
+    tag: 'Consent',
+    security: 'read',
+    parameters: [
+      { name: 'anonymous_id', in: 'query', description: 'The visitor (one of anonymous_id, user_id is required)', schema: Type.String() },
+      { name: 'user_id', in: 'query', description: 'The user, including the visitors stitched to their profile', schema: Type.String() },
+      { name: 'limit', in: 'query', description: 'History entries per page, 1 to 200 (default 50)', schema: Type.Integer({ minimum: 1, maximum: 200, default: 50 }) },
+      { name: 'cursor', in: 'query', description: 'next_cursor of the previous page', schema: Type.String() },
+    ],
+    responses: {
+      200: ok('Current decision per purpose, and history newest first', ConsentReadSchema),
+      400: badRequest('Invalid parameters', [
+        ['subject', 'Neither anonymous_id nor user_id', ConsentMessages.subjectRequired],
+        ['limit', 'limit out of range', ConsentMessages.invalidLimit],
+        ['cursor', 'Unreadable cursor', ConsentMessages.invalidCursor],
+      ]),
+      ...consentErrors('read or admin'),
+    },
+  },
+];
+
+const profileId: Parameter = { name: 'id', in: 'path', required: true, description: 'Profile UUID or canonical_id (a merged-away id stands for its survivor)', schema: Type.String({ minLength: 1 }) };
+/** The Profiles API's own 400 messages (invalid limit, offset, ...) are not the spec's: described, not quoted. */
+const readErrors = (notFoundMessages: Array<[string, string, string]>, badRequests: Array<[string, string, string]>): Record<number, ResponseSpec> => ({
+  400: badRequest('Invalid parameters (limit, offset, sort, a repeated parameter, ...), or a merge of a profile into itself', badRequests),
+  401: unauthorized(),
+  403: forbidden('read or admin'),
+  404: notFound(notFoundMessages),
+  413: smallBodyTooLarge(),
+  429: rateLimited(Limits.rate.profilesReadPerOrgIp),
+  500: internalError(),
+  503: unavailable(),
+});
+const UNMATCHED: [string, string, string] = ['route', 'Unmatched route under /v1-profiles', Messages.notFound];
+const NO_PROFILE: [string, string, string] = ['profile', 'Unknown or other-organisation profile', Messages.profileNotFound];
+const query = (name: string, description: string, schema: TSchema): Parameter => ({ name, in: 'query', description, schema });
+const limitParam = (bounds: { defaultLimit: number; maxLimit: number }) => query('limit', `Default ${bounds.defaultLimit}; larger values are clamped to ${bounds.maxLimit}`, Type.Integer({ minimum: 1, default: bounds.defaultLimit }));
+const offsetParam = query('offset', 'Rows to skip', Type.Integer({ minimum: 0, default: 0 }));
+
+const profiles: Operation[] = [
+  {
+    method: 'get',
+    path: '/v1-profiles',
+    operationId: 'listProfiles',
+    summary: 'List profiles',
+    tag: 'Profiles',
+    security: 'read',
+    parameters: [
+      limitParam(Limits.profileList),
+      offsetParam,
+      query('identified', 'Only profiles with (true) or without (false) a known userId', Type.Boolean()),
+      query('sort_by', 'Sort field', Type.Union(['last_seen_at', 'first_seen_at', 'event_count', 'session_count', 'engagement_score', 'created_at'].map((f) => Type.Literal(f)), { default: 'last_seen_at' })),
+      query('sort_order', 'Sort order', Type.Union([Type.Literal('desc'), Type.Literal('asc')], { default: 'desc' })),
+    ],
+    responses: { 200: ok('A page of profiles', ProfileListSchema), ...readErrors([UNMATCHED], []) },
+  },
+  {
+    method: 'get',
+    path: '/v1-profiles/search',
+    operationId: 'searchProfiles',
+    summary: 'Search profiles by email, user_id, anonymous_id or free text',
+    tag: 'Profiles',
+    security: 'read',
+    parameters: [
+      query('email', 'Exact email (lower-cased)', Type.String()),
+      query('user_id', 'Known user id', Type.String()),
+      query('anonymous_id', 'Anonymous id', Type.String()),
+      query('q', `Free text, at most ${Limits.search.maxQueryLength} characters (alias: query)`, Type.String({ maxLength: Limits.search.maxQueryLength })),
+      query('partial', 'Substring matching', Type.Boolean({ default: false })),
+      limitParam(Limits.search),
+    ],
+    responses: { 200: ok('Matching profiles', ProfileSearchSchema), ...readErrors([UNMATCHED], [['missing', 'No search parameter', Messages.searchParameterRequired]]) },
+  },
+  {
+    method: 'get',
+    path: '/v1-profiles/{id}',
+    operationId: 'getProfile',
+    summary: 'A profile’s detail',
+    tag: 'Profiles',
+    security: 'read',
+    parameters: [profileId],
+    responses: { 200: ok('The profile', ProfileFoundSchema), ...readErrors([NO_PROFILE, UNMATCHED], []) },
+  },
+  {
+    method: 'get',
+    path: '/v1-profiles/{id}/events',
+    operationId: 'listProfileEvents',
+    summary: 'A profile’s events, newest first',
+    tag: 'Profiles',
+    security: 'read',
+    parameters: [
+      profileId,
+      limitParam(Limits.profileEvents),
+      offsetParam,
+      query('cursor', 'next_cursor of the previous page; takes precedence over offset', Type.String()),
+      query('event_name', 'Only events of this stored name', Type.String({ maxLength: Limits.eventNameMaxLength })),
+      query('precise_total', '1: an exact total on the cursor path', Type.Union([Type.Literal('1'), Type.Literal('0')])),
+    ],
+    responses: { 200: ok('A page of events', ProfileEventsSchema), ...readErrors([NO_PROFILE], [['cursor', 'Malformed cursor', Messages.invalidCursor]]) },
+  },
+  {
+    method: 'get',
+    path: '/v1-profiles/{id}/identities',
+    operationId: 'getProfileIdentities',
+    summary: 'A profile’s identity signals, fingerprints and click IDs',
+    tag: 'Profiles',
+    security: 'read',
+    parameters: [profileId],
+    responses: { 200: ok('Signals, fingerprints and click IDs', ProfileIdentitiesSchema), ...readErrors([NO_PROFILE], []) },
+  },
+  {
+    method: 'post',
+    path: '/v1-profiles/merge',
+    operationId: 'mergeProfiles',
+    summary: 'Merge one profile into another (destructive)',
+    tag: 'Profiles',
+    security: 'admin',
+    requestBody: {
+      schema: Type.Object({ source_profile_id: Type.String(), target_profile_id: Type.String(), reason: Type.Optional(Type.String()) }, { additionalProperties: true }),
+      contentTypes: ['application/json'],
+    },
+    responses: {
+      200: ok('Merged', ProfilesMergedSchema),
+      ...readErrors([['profiles', 'A missing or other-organisation profile', Messages.mergeProfilesNotFound], UNMATCHED], []),
+      403: forbidden('admin'),
+      429: rateLimited(Limits.rate.profilesMergePerOrgIp),
+    },
+  },
+];
+
+const operations: Operation[] = [
+  {
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'getOpenApiDocument',
+    summary: 'This document',
+    tag: 'Operations',
+    security: 'none',
+    responses: { 200: ok('The OpenAPI 3.1 document', Type.Object({ openapi: Type.Literal('3.1.0') }, { additionalProperties: true })) },
+  },
+  { method: 'get', path: '/healthz', atRoot: true, operationId: 'liveness', summary: 'Liveness: the process serves HTTP', tag: 'Operations', security: 'none', responses: { 200: ok('Alive', LivenessSchema) } },
+  {
+    method: 'get',
+    path: '/readyz',
+    atRoot: true,
+    operationId: 'readiness',
+    summary: 'Readiness: every dependency check',
+    tag: 'Operations',
+    security: 'none',
+    responses: { 200: ok('Ready (checks ok or degraded)', ReadinessSchema), 503: ok('Not ready (a check failed)', ReadinessSchema) },
+  },
+];
+
+/** Every operation of the HTTP API, in document order. */
+export const OPERATIONS: readonly Operation[] = [...ingestion, ...segment, ...consent, ...profiles, ...operations];

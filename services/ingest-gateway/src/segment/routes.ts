@@ -1,0 +1,55 @@
+import type { Router } from 'express';
+import { BodyLimitHints, EVENT_TYPES, Limits, Messages, type EventType } from '@svc/contracts';
+import { HttpError, clientIp, methodNotAllowed, rejectOversizedContentLength, type VerifiedKey } from '@svc/runtime';
+import { ingestBatch, type GatewayDeps } from '../batch-route';
+import { readSegmentBody } from './body';
+import { fromSegment, type SegmentEnvelope } from './map-event';
+import { authenticateWriteKey, writeKeyFromBody, writeKeyFromHeader } from './write-key';
+
+/** Where the Segment-compatible routes live under the API's base path: a library's host is `{base_url}/segment`. */
+export const SEGMENT_BASE_PATH = '/segment';
+
+/**
+ * Segment's HTTP tracking API beside /v1-batch, for the server libraries of
+ * Segment, RudderStack and Jitsu: POST `/segment/v1/batch` and one route per
+ * event type (`/segment/v1/track`, ...). Past the write key, the body and
+ * the mapping (fromSegment), a request goes through the very steps of
+ * /v1-batch (ingestBatch) and gets its answer: the same limits, checks,
+ * envelope and topic. The libraries retry 5xx and 429 and give up on other
+ * 4xx, which is what the statuses mean here too.
+ */
+export function mountSegmentRoutes(router: Router, deps: GatewayDeps): void {
+  const now = deps.now ?? (() => new Date());
+  const mount = (path: string, messagesOf: (body: unknown) => { messages: readonly unknown[]; type?: EventType }) => {
+    router.post(`${SEGMENT_BASE_PATH}${path}`, rejectOversizedContentLength(Limits.batchBodyBytes, BodyLimitHints.batch), async (req, res) => {
+      const started = performance.now();
+      const ip = clientIp(req, deps.trustedProxies);
+      // A key in the header is checked before the body is read, as on /v1-batch; one in the body only can be checked after.
+      const source = writeKeyFromHeader(req.headers.authorization);
+      const admit = (key: string): Promise<VerifiedKey> => authenticateWriteKey(key, { headers: req.headers, clientIp: ip }, deps.keys);
+      const headerKey = source.kind === 'header' ? await admit(source.key) : undefined;
+      const body = await readSegmentBody(req);
+      const key = headerKey ?? (await admit(writeKeyFromBody(body)));
+      const { messages, type } = messagesOf(body);
+      const receivedAt = now();
+      const envelope = body as SegmentEnvelope;
+      const batch = messages.map((message) => fromSegment(message, envelope, receivedAt, type));
+      await ingestBatch(deps, { key, ip, batch, started, receivedAt }, res);
+    });
+    router.all(`${SEGMENT_BASE_PATH}${path}`, methodNotAllowed(['POST']));
+  };
+
+  mount('/v1/batch', (body) => {
+    const batch = (body as { batch?: unknown } | null)?.batch;
+    if (typeof body !== 'object' || body === null || !Array.isArray(batch)) throw new HttpError(400, Messages.batchRequired);
+    if (batch.length > Limits.batchMaxEvents) throw new HttpError(400, Messages.batchTooLarge);
+    return { messages: batch };
+  });
+  for (const type of EVENT_TYPES) {
+    mount(`/v1/${type}`, (body) => {
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, Messages.singleEventRequired);
+      // The single event is also the envelope: its own sentAt, context and integrations.
+      return { messages: [body], type };
+    });
+  }
+}
