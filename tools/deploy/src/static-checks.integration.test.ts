@@ -17,7 +17,7 @@ const EXAMPLES = ['strimzi-kafka.yaml', 'cloudnativepg-cluster.yaml'].map((f) =>
 /** The oldest Kubernetes the chart supports (Chart.yaml kubeVersion) and the newest with bundled schemas. */
 const KUBE_VERSIONS = ['1.29.0', '1.37.0'];
 /** Kinds of operators' custom resources: no schema is bundled for them, and the validator says so. */
-const CUSTOM_KINDS = ['ServiceMonitor', 'Kafka', 'KafkaNodePool', 'Cluster', 'ScheduledBackup'];
+const CUSTOM_KINDS = ['ServiceMonitor', 'PrometheusRule', 'Kafka', 'KafkaNodePool', 'Cluster', 'ScheduledBackup'];
 
 describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CHECK_PROGRAMS), () => {
   let tools: DeployTools;
@@ -72,7 +72,7 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
     const { code, output } = await validate([rendered]);
     expect({ code, output }).toMatchObject({ code: 0 });
     expectOnlyCustomKindsUnchecked(output);
-    for (const kind of ['Deployment', 'Service', 'PodDisruptionBudget', 'HorizontalPodAutoscaler', 'Ingress', 'Job']) {
+    for (const kind of ['Deployment', 'Service', 'PodDisruptionBudget', 'HorizontalPodAutoscaler', 'Ingress', 'Job', 'ConfigMap']) {
       expect(output).toContain(`passed for resource ${kind.toLowerCase()}/`);
     }
   });
@@ -82,6 +82,19 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
     expect({ code, output }).toMatchObject({ code: 0 });
     expectOnlyCustomKindsUnchecked(output);
     expect(output).toContain('passed for resource deployment/apicurio-registry');
+  });
+
+  it('ships infra/observability: the dashboard in a ConfigMap, and the alert rules as a PrometheusRule behind a value', async () => {
+    const dashboard = JSON.parse(await readFile(path.join(ROOT, 'infra/observability/grafana/dashboards/svc-overview.json'), 'utf8')) as { title: string };
+    const rules = await readFile(path.join(ROOT, 'infra/observability/prometheus/rules/svc-alerts.yml'), 'utf8');
+    const alerts = [...rules.matchAll(/- alert: (\w+)/g)].map((m) => m[1]);
+    expect(alerts.length).toBeGreaterThan(0);
+    const off = await runOk(tools.helm, ['template', 'svc', CHART, '--kube-version', KUBE_VERSIONS[0]!]);
+    expect(off).toContain(JSON.stringify(dashboard.title).slice(1, -1));
+    expect(off).not.toContain('kind: PrometheusRule');
+    const on = await runOk(tools.helm, ['template', 'svc', CHART, '--kube-version', KUBE_VERSIONS[0]!, '--set', 'observability.prometheusRule.enabled=true']);
+    expect(on).toContain('kind: PrometheusRule');
+    for (const alert of alerts) expect(on).toContain(`alert: ${alert}`);
   });
 
   it('fails: a wrong value is refused by values.schema.json, naming it', async () => {
