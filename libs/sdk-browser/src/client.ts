@@ -254,6 +254,8 @@ export function createClient(getEnv: () => Env = browserEnv): SvcClient {
         flushInterval: c.flushInterval,
         maxRetries: c.maxRetries,
         keepalive: !!win.Request && 'keepalive' in win.Request.prototype,
+        // A string body goes as text/plain, which needs no preflight; the key travels in it.
+        sendBeacon: c.beaconUrl && nav?.sendBeacon ? (events) => !!nav.sendBeacon?.(c.beaconUrl!, JSON.stringify({ writeKey: c.writeKey, batch: events })) : undefined,
         delivered,
         dropped,
         beforeDrain: adopt,

@@ -5,6 +5,8 @@ export interface ResolvedConfig {
   apiHost: string;
   eventUrl: string;
   consentUrl: string;
+  /** Where sendBeacon posts at page exit when fetch has no keepalive; undefined: no beacon. */
+  beaconUrl: string | undefined;
   flushAt: number;
   flushInterval: number;
   maxRetries: number;
@@ -74,6 +76,7 @@ export function resolveConfig(input: SvcConfig): ResolvedConfig {
     apiHost: base,
     eventUrl: base + path(input.eventPath, '/v1-batch'),
     consentUrl: base + path(input.consentPath, '/v1-consent'),
+    beaconUrl: input.beaconPath === '' ? undefined : base + path(input.beaconPath, '/segment/v1/batch'),
     flushAt: num(input.flushAt, 20, 1, MAX_BATCH, true),
     flushInterval: num(input.flushInterval, 10_000, 1, 86_400_000),
     maxRetries: num(input.maxRetries, 3, 0, 20, true),

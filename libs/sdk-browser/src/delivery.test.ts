@@ -29,6 +29,8 @@ interface SetupOptions {
   /** Storage shared with an earlier page (default: a fresh one). */
   store?: KeyValueStore;
   bucket?: string;
+  /** navigator.sendBeacon's answer per call (true: queued by the browser); unset: no beacon at all. */
+  beaconAccepts?: boolean[];
 }
 
 function setup(options: SetupOptions = {}) {
@@ -39,6 +41,8 @@ function setup(options: SetupOptions = {}) {
   const replies = [...(options.replies ?? [])];
   const delivered: string[] = [];
   const drops: Array<{ code: string; ids: string[] }> = [];
+  const beacons: string[][] = [];
+  const accepts = [...(options.beaconAccepts ?? [])];
   const delivery = createDelivery({
     queue,
     send: async (events, keepalive) => {
@@ -53,11 +57,20 @@ function setup(options: SetupOptions = {}) {
     flushInterval: options.flushInterval ?? 10_000,
     maxRetries: options.maxRetries ?? 3,
     keepalive: options.keepalive ?? true,
+    ...(options.beaconAccepts
+      ? {
+          sendBeacon: (events: SvcEvent[]) => {
+            const accepted = accepts.shift() ?? false;
+            if (accepted) beacons.push(events.map((e) => e.messageId));
+            return accepted;
+          },
+        }
+      : {}),
     delivered: (entries: QueueEntry[]) => delivered.push(...entries.map((x) => x.e.messageId)),
     dropped: (error: SvcError, entries: QueueEntry[]) => drops.push({ code: error.code, ids: entries.map((x) => x.e.messageId) }),
     log: () => undefined,
   });
-  return { clock, store, queue, delivery, sends, delivered, drops };
+  return { clock, store, queue, delivery, sends, delivered, drops, beacons };
 }
 
 describe('delivery', () => {
@@ -241,6 +254,33 @@ describe('delivery', () => {
     t.delivery.beacon(false); // merely hidden: a normal send
     await t.clock.advance(0);
     expect(t.sends).toEqual([{ ids: ['a'], keepalive: false, at: 0 }]);
+  });
+
+  it('without keepalive, falls back to sendBeacon at page exit; the events stay persisted, in flight, for the next page', async () => {
+    const t = setup({ keepalive: false, beaconAccepts: [true] });
+    t.delivery.enqueue(ev('a'));
+    t.delivery.enqueue(ev('b'));
+    t.delivery.beacon(true);
+    expect(t.beacons).toEqual([['a', 'b']]);
+    expect(t.sends).toEqual([]);
+    // No answer is ever seen: kept until a page sees a 2xx for them (the server de-duplicates).
+    expect(readBucket(t.store, 'bucket')).toMatchObject({ u: 1, i: [{ e: ev('a'), f: 1 }, { e: ev('b'), f: 1 }] });
+  });
+
+  it('a beacon the browser refuses leaves its events queued and persisted', async () => {
+    const t = setup({ keepalive: false, beaconAccepts: [false] });
+    t.delivery.enqueue(ev('a'));
+    t.delivery.beacon(true);
+    expect(t.beacons).toEqual([]);
+    expect(readBucket(t.store, 'bucket')).toMatchObject({ u: 1, i: [{ e: ev('a'), a: 0 }] });
+    expect(readBucket(t.store, 'bucket')?.i[0]).not.toHaveProperty('f');
+  });
+
+  it('beacons split within the 64 KiB budget, as keepalive requests do', async () => {
+    const t = setup({ keepalive: false, beaconAccepts: [true, true, true] });
+    for (let i = 0; i < 3; i++) t.delivery.enqueue(ev(`m${i}`, 25_000));
+    t.delivery.beacon(true);
+    expect(t.beacons).toEqual([['m0', 'm1']]);
   });
 
   it('clear() drops the queue and stops timers', async () => {

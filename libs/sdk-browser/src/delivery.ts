@@ -21,6 +21,12 @@ export interface DeliveryOptions {
   maxRetries: number;
   /** Whether fetch honours keepalive (without it a request dies with the page). */
   keepalive: boolean;
+  /**
+   * Where fetch has no keepalive: hands events to navigator.sendBeacon at page
+   * exit; false when the browser refused them. No answer is ever seen, so the
+   * events stay persisted, in flight, for the next page to send again.
+   */
+  sendBeacon?(events: SvcEvent[]): boolean;
   /** Accepted by the gateway (a 2xx): `body` is its answer. */
   delivered(entries: QueueEntry[], body: unknown, quota: string | null): void;
   /** Permanently dropped. */
@@ -150,6 +156,19 @@ export function createDelivery(o: DeliveryOptions): Delivery {
 
   const sleep = (ms: number): Promise<void> => new Promise((resolve) => o.setTimeout(resolve, ms));
 
+  /** Beacons of what is queued or in a request, within the same 64 KiB budget; a refused one ends it. */
+  const beaconFallback = (sendBeacon: (events: SvcEvent[]) => boolean): void => {
+    let pending = queue.list().filter((x) => x.s === QUEUED || x.s === SENDING);
+    while (pending.length) {
+      const chunk = fitBatch(pending, MAX_BATCH, KEEPALIVE_BUDGET - beaconBytes);
+      if (!chunk.length || !sendBeacon(chunk.map((x) => x.e))) break;
+      pending = pending.slice(chunk.length);
+      beaconBytes += batchBytes(chunk);
+      for (const x of chunk) x.s = BEACON;
+      o.log(`beacon of ${chunk.length} event(s)`);
+    }
+  };
+
   return {
     enqueue(event) {
       const evicted = queue.push(event);
@@ -166,8 +185,9 @@ export function createDelivery(o: DeliveryOptions): Delivery {
     },
     beacon(leaving) {
       if (!o.keepalive) {
-        // nothing would survive the page: keep everything persisted for the next one
+        // no request of ours survives the page: a beacon may, and everything stays persisted for the next one
         if (!leaving) void drain();
+        else if (o.sendBeacon) beaconFallback(o.sendBeacon);
         return queue.persist(leaving);
       }
       let pending = queue.list().filter((x) => x.s === QUEUED || (leaving && x.s === SENDING));

@@ -56,6 +56,8 @@ export interface LocksLike {
 }
 
 export interface NavigatorLike {
+  /** Queues a POST that outlives the page; false when the browser refused it (over its budget). */
+  sendBeacon?(url: string, data: string): boolean;
   userAgent?: string;
   language?: string;
   languages?: readonly string[];

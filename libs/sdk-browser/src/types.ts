@@ -176,6 +176,13 @@ export interface SvcConfig {
   eventPath?: string;
   /** Appended to apiHost for consent records. Default `/v1-consent`. */
   consentPath?: string;
+  /**
+   * Appended to apiHost for the page-exit fallback where fetch has no
+   * keepalive: sendBeacon cannot send an Authorization header or JSON, so it
+   * posts `{ writeKey, batch }` as text/plain to the Segment-compatible route.
+   * Default `/segment/v1/batch`; empty turns the fallback off.
+   */
+  beaconPath?: string;
   /** Send when this many events are queued. Default 20 (1 to 100). */
   flushAt?: number;
   /** Milliseconds between timed sends. Default 10000. */

@@ -106,6 +106,29 @@ describeEndToEnd('browser library → lossy network → standalone stack: nothin
     expect(await page.evaluate('window.__errors')).toEqual([]);
   });
 
+  it('where fetch has no keepalive, the exit goes by sendBeacon to the Segment-compatible route, and is stored once', async () => {
+    const shop = await openShop('beacon-fallback');
+    const context = await newContext();
+    // A browser whose fetch cannot outlive the page (the library probes Request.prototype.keepalive).
+    await context.addInitScript('delete Request.prototype.keepalive');
+    const page = await context.newPage();
+    await page.goto(shop.url);
+    await page.evaluate("svc.track('add_to_cart', { sku: 'B-1' }); svc.track('checkout_started', { value: 12 })");
+    const sent = await page.evaluate<SentEvent[]>('window.__sent');
+    await page.goto(`${relay.origin}/blank`);
+    await relay.waitFor(() => relay.batches[0]?.status, 'the beacon');
+
+    const stored = await storedEvents(shop, sent[0]!.anonymousId, sent.length);
+    expect(stored.map((e) => e.id).sort()).toEqual(idsOf(shop, sent));
+    const messageIds = sent.map((e) => e.messageId);
+    expect(relay.batches).toEqual([{ messageIds, names: ['add_to_cart', 'checkout_started'], status: 200, beacon: true }]);
+    // No answer reached a page: the next one sends them again, and the stack stores nothing twice.
+    await page.goto(shop.url);
+    await relay.waitFor(() => relay.batches[1]?.status, 'the next page sending them again');
+    expect(relay.batches[1]).toEqual({ messageIds, names: ['add_to_cart', 'checkout_started'], status: 200 });
+    expect((await storedEvents(shop, sent[0]!.anonymousId, sent.length)).map((e) => e.id).sort()).toEqual(idsOf(shop, sent));
+  });
+
   it('after a reload, a 6-day-old persisted event is delivered and an 8-day-old one expires', async () => {
     const shop = await openShop('ttl');
     const context = await newContext();

@@ -18,6 +18,8 @@ export interface RelayedBatch {
   /** The stack's answer as relayed; 0 when the page got none. */
   status: number;
   lost?: Loss;
+  /** Sent by sendBeacon to the Segment-compatible route (the fallback where fetch has no keepalive). */
+  beacon?: true;
 }
 
 const RELAYED_HEADERS = ['content-type', 'authorization', 'origin', 'x-request-id'];
@@ -100,9 +102,10 @@ export class FixtureRelay {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
-    const batch = at.endsWith('/v1-batch') && req.method === 'POST' ? batchOf(body) : undefined;
+    const beacon = at.endsWith('/segment/v1/batch');
+    const batch = (at.endsWith('/v1-batch') || beacon) && req.method === 'POST' ? batchOf(body) : undefined;
     const lost = batch ? this.losses.shift() : undefined;
-    const record: RelayedBatch | undefined = batch && { ...batch, status: 0, ...(lost ? { lost } : {}) };
+    const record: RelayedBatch | undefined = batch && { ...batch, status: 0, ...(lost ? { lost } : {}), ...(beacon ? { beacon: true as const } : {}) };
     if (record) this.batches.push(record);
     if (lost === 'before the stack') return cut(res);
     const headers: Record<string, string> = {};
