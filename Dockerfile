@@ -25,6 +25,7 @@ COPY libs/bus/package.json libs/bus/
 COPY libs/identity/package.json libs/identity/
 COPY libs/conversions/package.json libs/conversions/
 COPY libs/service/package.json libs/service/
+COPY libs/openapi/package.json libs/openapi/
 COPY services/ingest-gateway/package.json services/ingest-gateway/
 COPY services/identity-resolver/package.json services/identity-resolver/
 COPY services/profile-api/package.json services/profile-api/
@@ -57,7 +58,7 @@ COPY services services
 COPY tools tools
 RUN npx tsc -b tools/deploy tools/svcctl \
  && mkdir /out \
- && cp -r --parents libs/contracts/dist libs/runtime/dist libs/bus/dist libs/identity/dist libs/conversions/dist libs/service/dist services/*/dist tools/svcctl/dist tools/deploy/dist /out/
+ && cp -r --parents libs/contracts/dist libs/runtime/dist libs/bus/dist libs/identity/dist libs/conversions/dist libs/service/dist libs/openapi/dist services/*/dist tools/svcctl/dist tools/deploy/dist /out/
 
 # ---- the image: manifests, production node_modules and compiled output; no
 # compiler, no sources, no npm cache.
