@@ -10,11 +10,6 @@ const ISO_8601 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[
 const RFC_3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 const HAS_ZONE = /([Zz]|[+-]\d{2}(:?\d{2})?)$/;
 
-/** True when `value` is an ISO 8601 date-time that names a real instant. */
-export function isIsoTimestamp(value: unknown): value is string {
-  return canonicalTimestamp(value) !== undefined;
-}
-
 /**
  * The RFC 3339 form of an ISO 8601 date-time: the value itself when it is
  * one already (the common case; the client's offset is kept), else the same

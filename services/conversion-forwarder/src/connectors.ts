@@ -1,4 +1,3 @@
-import { qualifyingConversionNames } from '@svc/conversions';
 import { NotFoundError, ValidationError, type Db } from '@svc/runtime';
 import { CONNECTOR_FIELDS, parseEventNames, platformConfig, splitConnectorConfig } from './connector-config';
 import type { ConnectorRule } from './plan';
@@ -120,15 +119,6 @@ export class ConnectorStore {
     if (ids.length === 0) return [];
     const rows = (await this.db('conversions.connectors').whereIn('id', ids).andWhere({ state: 'active' })) as Row[];
     return rows.map((row) => this.connector(row));
-  }
-
-  /**
-   * Every name that qualifies under the organisation's active connectors (a
-   * connector without a custom set contributes the defaults). Empty when it
-   * has none: the resolver then queues no candidates for it.
-   */
-  qualifyingNames(orgId: string): Promise<ReadonlySet<string>> {
-    return qualifyingConversionNames(this.db, orgId);
   }
 
   private connector(row: Row): Connector {

@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createPostgresLogBus, prefixedTopics, type PostgresLogBus } from '@svc/bus';
 import type { InboundEvent, RawEventEnvelope } from '@svc/contracts';
-import { conversionsMigrations } from '@svc/conversions';
+import { conversionsMigrations, qualifyingConversionNames } from '@svc/conversions';
 import { identityMigrations } from '@svc/identity';
 import { startResolver, type RunningResolver } from '@svc/identity-resolver';
 import { AccountsStore, accountsMigrations, createMetrics } from '@svc/runtime';
@@ -47,14 +47,13 @@ describeWithPostgres('conversion forwarder', () => {
     t = await createTestDatabase([accountsMigrations, busMigrations, identityMigrations, conversionsMigrations]);
     bus = createPostgresLogBus({ db: t.db, url: t.url, pollFallbackMs: 100, heartbeatMs: 200, sessionTimeoutMs: 2_000 });
     await bus.ensureTopics(Object.values(topics));
-    const connectors = new ConnectorStore(t.db);
     resolver = await startResolver({
       db: t.db,
       bus,
       topics,
       logger,
       relay: { intervalMs: 50 },
-      batch: { conversionNames: (orgId) => connectors.qualifyingNames(orgId) },
+      batch: { conversionNames: (orgId) => qualifyingConversionNames(t.db, orgId) },
     });
     metrics = forwarderMetrics(createMetrics({ collectDefaultMetrics: false }));
     forwarder = await start();
