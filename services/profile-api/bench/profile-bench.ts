@@ -21,8 +21,8 @@ import {
   type Db,
 } from '@svc/runtime';
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
-import { CursorCodec } from '../cursor';
-import { mountProfileApi } from '../routes-setup';
+import { CursorCodec } from '../src/cursor';
+import { mountProfileApi } from '../src/routes-setup';
 
 /**
  * Profiles API benchmark. Seeds 100,000 profiles (plus 2,000 merged away)

@@ -10,7 +10,7 @@ import { AccountsStore, createDb, ensureDatabase, env, freePort, loadConfigOrExi
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { startLocalKafka, startLocalRegistry, type LocalProcess } from '@svc/testkit/dist/local-infra';
 import { cpuSeconds, machineSeconds, stopAll, waitReady, type MachineSeconds } from '@svc/testkit/dist/processes';
-import { allMigrations } from '../migrations';
+import { allMigrations } from '../src/migrations';
 import { anonymousIdOf, BATCH_EVENTS, type LoadConfig, type LoadMessage, type LoadReport } from './pipeline-load';
 
 /**
@@ -78,12 +78,14 @@ const DURATION_MS = knobs.BENCH_DURATION_MS;
 const WARMUP_MS = knobs.BENCH_WARMUP_MS;
 const DRAIN_MS = knobs.BENCH_DRAIN_MS;
 const PROFILES = knobs.BENCH_PROFILES;
-const STACK_MAIN = knobs.BENCH_STACK_MAIN ?? path.resolve(__dirname, '../main.js');
+// This file runs from bench/dist/bench/; the processes it measures are the packages' builds.
+const SERVICES = path.resolve(__dirname, '../../../..');
+const STACK_MAIN = knobs.BENCH_STACK_MAIN ?? path.join(SERVICES, 'standalone/dist/main.js');
 const TOPOLOGIES = knobs.BENCH_TOPOLOGY as Topology[];
 type Topology = 'stack' | 'services';
 const SERVICE_MAINS = {
-  gateway: path.resolve(__dirname, '../../../ingest-gateway/dist/main.js'),
-  resolver: path.resolve(__dirname, '../../../identity-resolver/dist/main.js'),
+  gateway: path.join(SERVICES, 'ingest-gateway/dist/main.js'),
+  resolver: path.join(SERVICES, 'identity-resolver/dist/main.js'),
 };
 const STACK_ENV = Object.fromEntries(knobs.BENCH_STACK_ENV.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 /** A service's start-up, migrations and first connections included. */

@@ -59,7 +59,8 @@ const CONCURRENCY = knobs.BENCH_CONCURRENCY.map(Number);
 const SOURCE_IPS = Array.from({ length: 10 }, (_, i) => `127.0.0.${i + 1}`);
 const ORGS_PER_STEP = 12;
 const REPLICAS = knobs.BENCH_GATEWAY_REPLICAS.map(Number);
-const GATEWAY_MAIN = knobs.BENCH_GATEWAY_MAIN ?? path.resolve(__dirname, '../main.js');
+// This file runs from bench/dist/bench/; the gateway it measures is the package's build.
+const GATEWAY_MAIN = knobs.BENCH_GATEWAY_MAIN ?? path.resolve(__dirname, '../../../dist/main.js');
 const WATCH_PIDS = knobs.BENCH_WATCH_PIDS.map(Number);
 
 async function main(): Promise<void> {

@@ -1,0 +1,275 @@
+import { AccountsStore, type Db } from '@svc/runtime';
+import { ConcurrentWriteError, HOLD_OFF_REPLAY, OUTBOX_INSERT, mergeLockedProfiles, outboxRecords, type OutboxMessage, type SignalType } from '@svc/identity';
+import { lookupSignals, signalOfOrg, storedKey, survivorsToLoad, type BatchPlan, type BatchState, type Contacts, type Effects, type ProfileRow } from './plan';
+import type { PreparedEvent } from './prepare';
+
+/**
+ * Every statement of a batch's transaction, in the order process-batch.ts
+ * runs them. Each takes planned values and returns plain rows; deciding what
+ * to write is plan.ts's.
+ */
+
+/**
+ * Serialises on every identity the batch touches (keys in one global order),
+ * and waits while a replay rebuilds the projections. Its own statement: what
+ * follows must read with a snapshot taken after the locks were granted.
+ */
+export async function lockIdentities(trx: Db, keys: readonly bigint[]): Promise<void> {
+  await trx.raw(`select ${HOLD_OFF_REPLAY}, (select count(pg_advisory_xact_lock(k)) from unnest(?::bigint[]) as k)`, [keys.map(String)]);
+}
+
+/**
+ * One round trip: which events are stored already, the known signals of
+ * every event and their profiles (locked `for update` in id order), and the
+ * organisations' engagement rules.
+ */
+export async function readBatchState(trx: Db, events: readonly PreparedEvent[]): Promise<BatchState> {
+  const wanted = events.flatMap((e) => lookupSignals(e).map((s) => ({ orgId: e.orgId, ...s })));
+  const { rows } = (await trx.raw(
+    `with signals as materialized (
+       select s.org_id, s.signal_type, s.signal_value, s.profile_id
+       from unnest(:sigOrgs::uuid[], :sigTypes::text[], :sigValues::text[]) as k (org_id, signal_type, signal_value)
+       join identity.identity_signals s
+         on s.org_id = k.org_id and s.signal_type = k.signal_type and s.signal_value = k.signal_value
+     ), profiles as materialized (
+       select id, org_id, canonical_id, user_id, merged_into from identity.profiles
+       where id in (select profile_id from signals) order by id for update
+     )
+     select
+       (select coalesce(json_agg(json_build_array(e.org_id, e.message_id)), '[]')
+        from unnest(:eventOrgs::uuid[], :messageIds::text[]) as k (org_id, message_id)
+        join identity.events e on e.org_id = k.org_id and e.message_id = k.message_id) as stored,
+       (select coalesce(json_agg(signals), '[]') from signals) as signals,
+       (select coalesce(json_agg(profiles), '[]') from profiles) as profiles,
+       (select coalesce(json_agg(json_build_object('org_id', r.org_id, 'rules', r.rules)), '[]')
+        from identity.engagement_rules r where r.org_id = any(:ruleOrgs::uuid[])) as rules`,
+    {
+      sigOrgs: wanted.map((w) => w.orgId),
+      sigTypes: wanted.map((w) => w.type),
+      sigValues: wanted.map((w) => w.value),
+      eventOrgs: events.map((e) => e.orgId),
+      messageIds: events.map((e) => e.messageId),
+      ruleOrgs: [...new Set(events.map((e) => e.orgId))],
+    },
+  )) as { rows: Array<{ stored: Array<[string, string]>; signals: BatchState['signals']; profiles: ProfileRow[]; rules: BatchState['rules'] }> };
+  const row = rows[0]!;
+  return { stored: new Set(row.stored.map(([orgId, messageId]) => storedKey(orgId, messageId))), signals: row.signals, profiles: row.profiles, rules: row.rules };
+}
+
+/**
+ * The state's profiles, and the survivors of those merged away by someone
+ * else since their signals were read, locked next (a rare out-of-order lock;
+ * a deadlock is retried), following each chain to its end.
+ */
+export async function loadSurvivors(trx: Db, read: readonly ProfileRow[]): Promise<Map<string, ProfileRow>> {
+  const profiles = new Map(read.map((p) => [p.id, p]));
+  let toLock = survivorsToLoad(profiles, read);
+  for (let round = 0; toLock.length > 0; round++) {
+    if (round > 16) throw new Error('merged_into chain does not end');
+    const { rows } = (await trx.raw(
+      `select id, org_id, canonical_id, user_id, merged_into from identity.profiles
+       where id = any(?::uuid[]) order by id for update`,
+      [toLock],
+    )) as { rows: ProfileRow[] };
+    for (const r of rows) profiles.set(r.id, r);
+    toLock = survivorsToLoad(profiles, rows);
+  }
+  return profiles;
+}
+
+/** The batch's new profiles and their `created` changes: first, as merges and events point at them. */
+export async function insertProfiles(trx: Db, plan: Pick<BatchPlan, 'created' | 'createdChanges'>): Promise<void> {
+  if (plan.created.length === 0) return;
+  await trx.raw(
+    `with profiles as (
+       insert into identity.profiles (id, org_id, canonical_id, first_seen_at, last_seen_at)
+       select id, org_id, canonical_id, first_seen_at, last_seen_at
+       from jsonb_to_recordset(:profiles::jsonb) as r (id uuid, org_id uuid, canonical_id text, first_seen_at timestamptz, last_seen_at timestamptz)
+     ), outbox as (
+       ${OUTBOX_INSERT.replace('?', ':outbox')}
+     )
+     select 1`,
+    { profiles: JSON.stringify(plan.created), outbox: outboxRecords(plan.createdChanges) },
+  );
+}
+
+/** The planned merges, each through the identity library's merge (both profiles are locked and live). */
+export async function mergeProfiles(trx: Db, merges: BatchPlan['merges'], actor: string): Promise<void> {
+  for (const m of merges) {
+    await mergeLockedProfiles(trx, { orgId: m.orgId, sourceId: m.sourceId, targetId: m.targetId, reason: m.reason, actor, messageId: m.messageId });
+  }
+}
+
+/**
+ * Every effect of the fresh events in one statement (one round trip), each
+ * part a data-modifying CTE on a table of its own: the events
+ * (`on conflict do nothing`: a short count means a concurrent writer, so the
+ * transaction is retried), the signals (a signal this batch made must
+ * actually be inserted by it, or it retries), sessions, click IDs,
+ * fingerprints, and the profiles' counters, touches, traits and engagement
+ * scores, with the sessions the statement actually inserted. Rows of each
+ * table are written in key order, so concurrent batches take their row locks
+ * in one order.
+ */
+export async function writeEffects(trx: Db, effects: Effects, madeSignals: ReadonlySet<string>): Promise<void> {
+  const { rows: result } = (await trx.raw(
+    `with events as (
+       insert into identity.events (id, org_id, message_id, profile_id, event_name, event_timestamp, received_at,
+                                    properties, context, traits, anonymous_id, user_id, resolution_method)
+       select id, org_id, message_id, profile_id, event_name, event_timestamp, received_at,
+              coalesce(properties, '{}'), coalesce(context, '{}'), traits, anonymous_id, user_id, resolution_method
+       from jsonb_to_recordset(:events::jsonb) as r (id uuid, org_id uuid, message_id text, profile_id uuid, event_name text,
+         event_timestamp timestamptz, received_at timestamptz, properties jsonb, context jsonb, traits jsonb,
+         anonymous_id text, user_id text, resolution_method text)
+       on conflict (org_id, message_id) do nothing
+       returning 1
+     ), signals as (
+       insert into identity.identity_signals as s
+         (org_id, signal_type, signal_value, profile_id, confidence, first_seen_at, last_seen_at, occurrence_count)
+       select org_id, signal_type, signal_value, profile_id, confidence, first_seen_at, last_seen_at, occurrence_count
+       from jsonb_to_recordset(:signals::jsonb) as r (org_id uuid, signal_type text, signal_value text, profile_id uuid,
+         confidence real, first_seen_at timestamptz, last_seen_at timestamptz, occurrence_count bigint)
+       order by org_id, signal_type, signal_value
+       on conflict (org_id, signal_type, signal_value) do update set
+         first_seen_at = least(s.first_seen_at, excluded.first_seen_at),
+         last_seen_at = greatest(s.last_seen_at, excluded.last_seen_at),
+         occurrence_count = s.occurrence_count + excluded.occurrence_count
+       returning s.org_id, s.signal_type, s.signal_value, (s.xmax = 0) as inserted
+     ), sessions as (
+       insert into identity.profile_sessions (org_id, profile_id, session_id)
+       select org_id, profile_id, session_id from jsonb_to_recordset(:sessions::jsonb) as r (org_id uuid, profile_id uuid, session_id text)
+       on conflict do nothing returning profile_id
+     ), new_sessions as (
+       select profile_id, count(*)::integer as n from sessions group by profile_id
+     ), clicks as (
+       insert into identity.click_ids as c
+         (org_id, click_type, click_id, profile_id, campaign_source, campaign_medium, first_seen_at, last_seen_at)
+       select org_id, click_type, click_id, profile_id, campaign_source, campaign_medium, first_seen_at, last_seen_at
+       from jsonb_to_recordset(:clicks::jsonb) as r (org_id uuid, click_type text, click_id text, profile_id uuid,
+         campaign_source text, campaign_medium text, first_seen_at timestamptz, last_seen_at timestamptz)
+       order by org_id, click_type, click_id
+       on conflict (org_id, click_type, click_id) do update set
+         campaign_source = case when excluded.first_seen_at < c.first_seen_at then excluded.campaign_source else c.campaign_source end,
+         campaign_medium = case when excluded.first_seen_at < c.first_seen_at then excluded.campaign_medium else c.campaign_medium end,
+         first_seen_at = least(c.first_seen_at, excluded.first_seen_at),
+         last_seen_at = greatest(c.last_seen_at, excluded.last_seen_at)
+     ), fingerprints as (
+       insert into identity.fingerprints as f (org_id, profile_id, fingerprint_hash, first_seen_at, last_seen_at, occurrence_count)
+       select org_id, profile_id, fingerprint_hash, first_seen_at, last_seen_at, occurrence_count
+       from jsonb_to_recordset(:fingerprints::jsonb) as r (org_id uuid, profile_id uuid, fingerprint_hash text,
+         first_seen_at timestamptz, last_seen_at timestamptz, occurrence_count bigint)
+       order by org_id, profile_id, fingerprint_hash
+       on conflict (org_id, profile_id, fingerprint_hash) do update set
+         first_seen_at = least(f.first_seen_at, excluded.first_seen_at),
+         last_seen_at = greatest(f.last_seen_at, excluded.last_seen_at),
+         occurrence_count = f.occurrence_count + excluded.occurrence_count
+     ), profiles as (
+       -- Touches compare by event time: a late event older than the first touch becomes the first touch.
+       update identity.profiles p set
+         event_count = p.event_count + d.events,
+         session_count = p.session_count + coalesce(ns.n, 0),
+         first_seen_at = least(p.first_seen_at, d.first_seen_at),
+         last_seen_at = greatest(p.last_seen_at, d.last_seen_at),
+         first_touch = case when d.first_touch is null then p.first_touch
+                            when p.first_touch is null or (d.first_touch ->> 'at')::timestamptz < (p.first_touch ->> 'at')::timestamptz
+                            then d.first_touch else p.first_touch end,
+         last_touch = case when d.last_touch is null then p.last_touch
+                           when p.last_touch is null or (d.last_touch ->> 'at')::timestamptz >= (p.last_touch ->> 'at')::timestamptz
+                           then d.last_touch else p.last_touch end,
+         traits = p.traits || d.traits,
+         user_id = coalesce(p.user_id, d.user_id),
+         -- Both decayed to the later instant and added (engagement.ts); untouched when no event scored.
+         engagement_score = case when d.engagement_at is null then p.engagement_score else
+           identity.engagement_decay(p.engagement_score, p.engagement_updated_at, greatest(p.engagement_updated_at, d.engagement_at), d.half_life_days)
+           + identity.engagement_decay(d.engagement_points, d.engagement_at, greatest(p.engagement_updated_at, d.engagement_at), d.half_life_days) end,
+         engagement_updated_at = greatest(p.engagement_updated_at, d.engagement_at),
+         updated_at = now()
+       from jsonb_to_recordset(:profiles::jsonb) as d (id uuid, events bigint, first_seen_at timestamptz,
+         last_seen_at timestamptz, first_touch jsonb, last_touch jsonb, traits jsonb, user_id text,
+         engagement_points double precision, engagement_at timestamptz, half_life_days double precision)
+       left join new_sessions ns on ns.profile_id = d.id
+       where p.id = d.id
+     )
+     select (select count(*) from events)::integer as events,
+            (select coalesce(json_agg(json_build_array(org_id, signal_type, signal_value)), '[]') from signals where not inserted) as existing_signals`,
+    {
+      events: JSON.stringify(effects.events),
+      signals: JSON.stringify(effects.signals),
+      sessions: JSON.stringify(effects.sessions),
+      clicks: JSON.stringify(effects.clicks),
+      fingerprints: JSON.stringify(effects.fingerprints),
+      profiles: JSON.stringify(effects.profiles),
+    },
+  )) as { rows: Array<{ events: number; existing_signals: Array<[string, SignalType, string]> }> };
+  const written = result[0]!;
+  // Someone stored one of these between our check and our insert (the same messageId on another
+  // partition): start over, and the check will see it.
+  if (written.events !== effects.events.length) throw new ConcurrentWriteError();
+  // A signal this batch made must be new. If someone else stored it first, the graph we resolved
+  // on was stale (the identity locks make this impossible; this is the safety net): start over.
+  for (const [orgId, type, value] of written.existing_signals) {
+    if (madeSignals.has(signalOfOrg(orgId, type, value))) {
+      throw new ConcurrentWriteError(`signal ${type} was stored by a concurrent transaction`);
+    }
+  }
+}
+
+/**
+ * After the effects, in one statement (both read what writeEffects wrote):
+ * the stability scores of the profiles whose fingerprints the batch counted
+ * (stability_score = the share of the profile's fingerprinted events that
+ * carried the hash), and the most recently seen email and phone of the
+ * profiles whose conversions need them.
+ */
+export async function rescoreAndReadContacts(
+  trx: Db,
+  rescore: ReadonlyArray<{ orgId: string; profileId: string }>,
+  contactsOf: ReadonlyArray<{ orgId: string; profileId: string }>,
+): Promise<Contacts> {
+  const contacts: Contacts = new Map();
+  if (rescore.length === 0 && contactsOf.length === 0) return contacts;
+  const { rows } = (await trx.raw(
+    `with stability as (
+       update identity.fingerprints f set stability_score = f.occurrence_count::real / t.total
+       from (select f.org_id, f.profile_id, sum(f.occurrence_count) as total
+             from unnest(:stableOrgs::uuid[], :stableProfiles::uuid[]) as k (org_id, profile_id)
+             join identity.fingerprints f on f.org_id = k.org_id and f.profile_id = k.profile_id
+             group by f.org_id, f.profile_id) t
+       where f.org_id = t.org_id and f.profile_id = t.profile_id
+     )
+     select distinct on (s.profile_id, s.signal_type) s.profile_id, s.signal_type, s.signal_value
+     from unnest(:contactOrgs::uuid[], :contactProfiles::uuid[]) as k (org_id, profile_id)
+     join identity.identity_signals s on s.org_id = k.org_id and s.profile_id = k.profile_id
+     where s.signal_type in ('email', 'phone')
+     order by s.profile_id, s.signal_type, s.last_seen_at desc`,
+    {
+      stableOrgs: rescore.map((p) => p.orgId),
+      stableProfiles: rescore.map((p) => p.profileId),
+      contactOrgs: contactsOf.map((p) => p.orgId),
+      contactProfiles: contactsOf.map((p) => p.profileId),
+    },
+  )) as { rows: Array<{ profile_id: string; signal_type: 'email' | 'phone'; signal_value: string }> };
+  for (const r of rows) {
+    const c = contacts.get(r.profile_id) ?? { email: null, phone: null };
+    c[r.signal_type] = r.signal_value;
+    contacts.set(r.profile_id, c);
+  }
+  return contacts;
+}
+
+/**
+ * Usage and outputs last, in one statement: the (org, month) usage row is the
+ * one lock every transaction of an organisation shares, so it is held only
+ * for this statement and the commit.
+ */
+export async function addUsageAndOutputs(trx: Db, usage: Array<{ orgId: string; at: Date; count: number }>, outbox: readonly OutboxMessage[]): Promise<void> {
+  await trx.raw(
+    `with usage as (
+       ${AccountsStore.usageUpsertSql(':usage')}
+     ), outbox as (
+       ${OUTBOX_INSERT.replace('?', ':outbox')}
+     )
+     select 1`,
+    { usage: AccountsStore.usageRecords(usage), outbox: outboxRecords(outbox) },
+  );
+}
