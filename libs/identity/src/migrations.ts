@@ -1,5 +1,5 @@
 import { PROFILE_SORT_FIELDS } from '@svc/contracts';
-import type { MigrationSet } from '@svc/runtime';
+import { sqlMigration, type MigrationSet } from '@svc/runtime';
 
 /**
  * The `identity` schema: the projections the resolver keeps from the raw
@@ -24,223 +24,208 @@ import type { MigrationSet } from '@svc/runtime';
 export const identityMigrations: MigrationSet = {
   schema: 'identity',
   migrations: [
-    {
-      name: '0001_profiles_signals_events',
-      async up(db) {
-        await db.raw(`
-          create table identity.profiles (
-            id uuid primary key,
-            org_id uuid not null,
-            -- Stable, opaque and unique within the organisation: prf_ + 26 base-32
-            -- characters of a hash of the signal that made the profile. Never changes.
-            canonical_id text not null,
-            -- Set when this profile was merged away: the survivor, always a live
-            -- profile (merges re-point whatever pointed here).
-            merged_into uuid references identity.profiles (id),
-            -- The known userId (the first one the profile was identified with).
-            user_id text,
-            identified boolean generated always as (user_id is not null) stored,
-            traits jsonb not null default '{}',
-            -- Event time of the earliest and latest event.
-            first_seen_at timestamptz not null,
-            last_seen_at timestamptz not null,
-            event_count bigint not null default 0,
-            -- Distinct context.session.id values (see profile_sessions).
-            session_count integer not null default 0,
-            engagement_score double precision not null default 0,
-            -- { source, medium, campaign, at } of the earliest and latest campaign touch, by event time.
-            first_touch jsonb,
-            last_touch jsonb,
-            created_at timestamptz not null default now(),
-            updated_at timestamptz not null default now(),
-            constraint profiles_org_canonical_key unique (org_id, canonical_id),
-            constraint profiles_not_merged_into_itself check (merged_into is distinct from id)
-          );
-          create index profiles_merged_into_idx on identity.profiles (org_id, merged_into) where merged_into is not null;
+    sqlMigration('0001_profiles_signals_events', `
+      create table identity.profiles (
+        id uuid primary key,
+        org_id uuid not null,
+        -- Stable, opaque and unique within the organisation: prf_ + 26 base-32
+        -- characters of a hash of the signal that made the profile. Never changes.
+        canonical_id text not null,
+        -- Set when this profile was merged away: the survivor, always a live
+        -- profile (merges re-point whatever pointed here).
+        merged_into uuid references identity.profiles (id),
+        -- The known userId (the first one the profile was identified with).
+        user_id text,
+        identified boolean generated always as (user_id is not null) stored,
+        traits jsonb not null default '{}',
+        -- Event time of the earliest and latest event.
+        first_seen_at timestamptz not null,
+        last_seen_at timestamptz not null,
+        event_count bigint not null default 0,
+        -- Distinct context.session.id values (see profile_sessions).
+        session_count integer not null default 0,
+        engagement_score double precision not null default 0,
+        -- { source, medium, campaign, at } of the earliest and latest campaign touch, by event time.
+        first_touch jsonb,
+        last_touch jsonb,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now(),
+        constraint profiles_org_canonical_key unique (org_id, canonical_id),
+        constraint profiles_not_merged_into_itself check (merged_into is distinct from id)
+      );
+      create index profiles_merged_into_idx on identity.profiles (org_id, merged_into) where merged_into is not null;
 
-          -- Who a signal belongs to. One owner per (org, type, value): the unit the
-          -- resolver serialises on (advisory locks keyed by it).
-          create table identity.identity_signals (
-            org_id uuid not null,
-            signal_type text not null check (signal_type in ('user_id', 'email', 'phone', 'anonymous_id')),
-            -- Normalised: email trimmed and lower-cased, phone E.164.
-            signal_value text not null,
-            profile_id uuid not null references identity.profiles (id),
-            confidence real not null,
-            first_seen_at timestamptz not null,
-            last_seen_at timestamptz not null,
-            -- Events of the owning profile that carried this signal.
-            occurrence_count bigint not null default 1,
-            primary key (org_id, signal_type, signal_value)
-          );
-          create index identity_signals_profile_idx on identity.identity_signals (org_id, profile_id);
+      -- Who a signal belongs to. One owner per (org, type, value): the unit the
+      -- resolver serialises on (advisory locks keyed by it).
+      create table identity.identity_signals (
+        org_id uuid not null,
+        signal_type text not null check (signal_type in ('user_id', 'email', 'phone', 'anonymous_id')),
+        -- Normalised: email trimmed and lower-cased, phone E.164.
+        signal_value text not null,
+        profile_id uuid not null references identity.profiles (id),
+        confidence real not null,
+        first_seen_at timestamptz not null,
+        last_seen_at timestamptz not null,
+        -- Events of the owning profile that carried this signal.
+        occurrence_count bigint not null default 1,
+        primary key (org_id, signal_type, signal_value)
+      );
+      create index identity_signals_profile_idx on identity.identity_signals (org_id, profile_id);
 
-          create table identity.events (
-            -- Derived from (org_id, message_id), so a replay gives the same ids.
-            id uuid primary key,
-            org_id uuid not null,
-            message_id text not null,
-            profile_id uuid not null references identity.profiles (id),
-            -- track: the event as sent; else $pageview, $screen, $identify, $alias, $group.
-            event_name text not null,
-            event_timestamp timestamptz not null,
-            received_at timestamptz not null,
-            properties jsonb not null default '{}',
-            -- As sent, with the server's ip_address; a fingerprint only when consent granted it.
-            context jsonb not null default '{}',
-            traits jsonb,
-            anonymous_id text not null,
-            user_id text,
-            -- user_id | email | phone | anonymous_id: the signal that found the profile;
-            -- new_profile: none did and the event made one.
-            resolution_method text not null
-              check (resolution_method in ('user_id', 'email', 'phone', 'anonymous_id', 'new_profile')),
-            constraint events_org_message_key unique (org_id, message_id)
-          );
-          -- One profile's events newest first, keyset-paged on (event_timestamp, id).
-          create index events_profile_time_idx on identity.events (org_id, profile_id, event_timestamp desc, id desc);
+      create table identity.events (
+        -- Derived from (org_id, message_id), so a replay gives the same ids.
+        id uuid primary key,
+        org_id uuid not null,
+        message_id text not null,
+        profile_id uuid not null references identity.profiles (id),
+        -- track: the event as sent; else $pageview, $screen, $identify, $alias, $group.
+        event_name text not null,
+        event_timestamp timestamptz not null,
+        received_at timestamptz not null,
+        properties jsonb not null default '{}',
+        -- As sent, with the server's ip_address; a fingerprint only when consent granted it.
+        context jsonb not null default '{}',
+        traits jsonb,
+        anonymous_id text not null,
+        user_id text,
+        -- user_id | email | phone | anonymous_id: the signal that found the profile;
+        -- new_profile: none did and the event made one.
+        resolution_method text not null
+          check (resolution_method in ('user_id', 'email', 'phone', 'anonymous_id', 'new_profile')),
+        constraint events_org_message_key unique (org_id, message_id)
+      );
+      -- One profile's events newest first, keyset-paged on (event_timestamp, id).
+      create index events_profile_time_idx on identity.events (org_id, profile_id, event_timestamp desc, id desc);
 
-          -- One row per (profile, session id), so session_count moves only on a new session.
-          create table identity.profile_sessions (
-            org_id uuid not null,
-            profile_id uuid not null references identity.profiles (id),
-            session_id text not null,
-            primary key (org_id, profile_id, session_id)
-          );
+      -- One row per (profile, session id), so session_count moves only on a new session.
+      create table identity.profile_sessions (
+        org_id uuid not null,
+        profile_id uuid not null references identity.profiles (id),
+        session_id text not null,
+        primary key (org_id, profile_id, session_id)
+      );
 
-          -- The first profile a click ID was seen on owns it.
-          create table identity.click_ids (
-            org_id uuid not null,
-            click_type text not null,
-            click_id text not null,
-            profile_id uuid not null references identity.profiles (id),
-            campaign_source text,
-            campaign_medium text,
-            first_seen_at timestamptz not null,
-            last_seen_at timestamptz not null,
-            -- True once the click can no longer earn a conversion (its platform's
-            -- attribution window has passed, or the platform refused it); set by the
-            -- conversion forwarder, never by the resolver. See the package README.
-            is_exhausted boolean not null default false,
-            exhausted_at timestamptz,
-            primary key (org_id, click_type, click_id)
-          );
-          create index click_ids_profile_idx on identity.click_ids (org_id, profile_id);
+      -- The first profile a click ID was seen on owns it.
+      create table identity.click_ids (
+        org_id uuid not null,
+        click_type text not null,
+        click_id text not null,
+        profile_id uuid not null references identity.profiles (id),
+        campaign_source text,
+        campaign_medium text,
+        first_seen_at timestamptz not null,
+        last_seen_at timestamptz not null,
+        -- True once the click can no longer earn a conversion (its platform's
+        -- attribution window has passed, or the platform refused it); set by the
+        -- conversion forwarder, never by the resolver. See the package README.
+        is_exhausted boolean not null default false,
+        exhausted_at timestamptz,
+        primary key (org_id, click_type, click_id)
+      );
+      create index click_ids_profile_idx on identity.click_ids (org_id, profile_id);
 
-          create table identity.fingerprints (
-            org_id uuid not null,
-            profile_id uuid not null references identity.profiles (id),
-            fingerprint_hash text not null,
-            -- Share of the profile's fingerprinted events that carried this hash (0..1].
-            stability_score real not null default 1,
-            first_seen_at timestamptz not null,
-            last_seen_at timestamptz not null,
-            occurrence_count bigint not null default 1,
-            primary key (org_id, profile_id, fingerprint_hash)
-          );
+      create table identity.fingerprints (
+        org_id uuid not null,
+        profile_id uuid not null references identity.profiles (id),
+        fingerprint_hash text not null,
+        -- Share of the profile's fingerprinted events that carried this hash (0..1].
+        stability_score real not null default 1,
+        first_seen_at timestamptz not null,
+        last_seen_at timestamptz not null,
+        occurrence_count bigint not null default 1,
+        primary key (org_id, profile_id, fingerprint_hash)
+      );
 
-          -- Audit of every merge, by the resolver or an admin.
-          create table identity.merges (
-            id bigint generated always as identity primary key,
-            org_id uuid not null,
-            source_profile_id uuid not null references identity.profiles (id),
-            target_profile_id uuid not null references identity.profiles (id),
-            -- identify | trait | alias | admin
-            reason text not null,
-            -- Who: identity-resolver, or the admin API key / operator.
-            actor text not null,
-            -- The event that caused it (resolver merges).
-            message_id text,
-            -- Free text an admin gave.
-            note text,
-            merged_at timestamptz not null default now()
-          );
-          create index merges_org_idx on identity.merges (org_id, merged_at);
+      -- Audit of every merge, by the resolver or an admin.
+      create table identity.merges (
+        id bigint generated always as identity primary key,
+        org_id uuid not null,
+        source_profile_id uuid not null references identity.profiles (id),
+        target_profile_id uuid not null references identity.profiles (id),
+        -- identify | trait | alias | admin
+        reason text not null,
+        -- Who: identity-resolver, or the admin API key / operator.
+        actor text not null,
+        -- The event that caused it (resolver merges).
+        message_id text,
+        -- Free text an admin gave.
+        note text,
+        merged_at timestamptz not null default now()
+      );
+      create index merges_org_idx on identity.merges (org_id, merged_at);
 
-          -- Transactional outbox: messages written in the transaction whose effects
-          -- they describe; the relay produces them in id order and deletes them.
-          -- events.resolved rows carry only event_id: the relay reads the event row.
-          create table identity.outbox (
-            id bigint generated always as identity primary key,
-            topic text not null check (topic in ('eventsResolved', 'profilesChanges', 'conversionsCandidates')),
-            message_key text,
-            payload jsonb,
-            event_id uuid,
-            created_at timestamptz not null default now(),
-            check ((payload is null) = (topic = 'eventsResolved')),
-            check ((event_id is not null) = (topic = 'eventsResolved'))
-          );
-        `);
-      },
-    },
-    {
-      name: '0002_engagement_rules',
-      async up(db) {
-        await db.raw(`
-          -- An organisation's engagement rules (libs/contracts EngagementRules, checked by
-          -- svcctl before it writes). No row: the default rule set, nothing earns points.
-          create table identity.engagement_rules (
-            org_id uuid primary key,
-            rules jsonb not null check (jsonb_typeof(rules) = 'object' and rules -> 'version' = '1'),
-            -- From the document; null: scores never decay.
-            half_life_days double precision generated always as ((rules -> 'decay' ->> 'half_life_days')::double precision) stored,
-            updated_at timestamptz not null default now()
-          );
+      -- Transactional outbox: messages written in the transaction whose effects
+      -- they describe; the relay produces them in id order and deletes them.
+      -- events.resolved rows carry only event_id: the relay reads the event row.
+      create table identity.outbox (
+        id bigint generated always as identity primary key,
+        topic text not null check (topic in ('eventsResolved', 'profilesChanges', 'conversionsCandidates')),
+        message_key text,
+        payload jsonb,
+        event_id uuid,
+        created_at timestamptz not null default now(),
+        check ((payload is null) = (topic = 'eventsResolved')),
+        check ((event_id is not null) = (topic = 'eventsResolved'))
+      );
+    `),
+    sqlMigration('0002_engagement_rules', `
+      -- An organisation's engagement rules (libs/contracts EngagementRules, checked by
+      -- svcctl before it writes). No row: the default rule set, nothing earns points.
+      create table identity.engagement_rules (
+        org_id uuid primary key,
+        rules jsonb not null check (jsonb_typeof(rules) = 'object' and rules -> 'version' = '1'),
+        -- From the document; null: scores never decay.
+        half_life_days double precision generated always as ((rules -> 'decay' ->> 'half_life_days')::double precision) stored,
+        updated_at timestamptz not null default now()
+      );
 
-          -- engagement_score is the score as of engagement_updated_at (the time of the latest
-          -- scored event, null until one scores); readers decay it to now (see engagement_decay).
-          alter table identity.profiles add column engagement_updated_at timestamptz;
+      -- engagement_score is the score as of engagement_updated_at (the time of the latest
+      -- scored event, null until one scores); readers decay it to now (see engagement_decay).
+      alter table identity.profiles add column engagement_updated_at timestamptz;
 
-          -- score, as of since, decayed to until under a half-life in days: unchanged without a
-          -- half-life, without since or when until is not later; 0 past 60 half-lives or below 1e-9
-          -- (PostgreSQL raises an error on float underflow). Mirrors decayScore in engagement.ts.
-          create function identity.engagement_decay(score double precision, since timestamptz, until timestamptz, half_life_days double precision)
-          returns double precision language sql immutable parallel safe as $$
-            select case
-              when score = 0 or half_life_days is null or since is null or until is null or until <= since then score
-              when extract(epoch from (until - since))::double precision / (half_life_days * 86400) > 60 or abs(score) < 1e-9 then 0
-              else (select case when abs(d) < 1e-9 then 0 else d end
-                    from (select score * power(2::double precision, -(extract(epoch from (until - since))::double precision / (half_life_days * 86400))) as d) x)
-            end
-          $$;
-        `);
-      },
-    },
-    {
-      name: '0003_canonical_ids',
-      async up(db) {
-        await db.raw(`
-          -- canonical_id again, in rows written once per profile, for partial search (its trigram
-          -- index is among the Profiles API's read indexes). On identity.profiles that index took
-          -- about 28 new entries on every update of a profile, i.e. on every event, and its pending
-          -- list then flushed inside some resolver transaction, stalling it for up to a second.
-          create table identity.canonical_ids (
-            org_id uuid not null,
-            canonical_id text not null,
-            profile_id uuid not null references identity.profiles (id),
-            primary key (org_id, canonical_id)
-          );
-          insert into identity.canonical_ids (org_id, canonical_id, profile_id)
-            select org_id, canonical_id, id from identity.profiles;
-          -- Statistics now, not at the next auto-analyze: without them the planner reads a whole
-          -- organisation's rows for a partial search instead of using the trigram index (50 ms against 5).
-          analyze identity.canonical_ids;
+      -- score, as of since, decayed to until under a half-life in days: unchanged without a
+      -- half-life, without since or when until is not later; 0 past 60 half-lives or below 1e-9
+      -- (PostgreSQL raises an error on float underflow). Mirrors decayScore in engagement.ts.
+      create function identity.engagement_decay(score double precision, since timestamptz, until timestamptz, half_life_days double precision)
+      returns double precision language sql immutable parallel safe as $$
+        select case
+          when score = 0 or half_life_days is null or since is null or until is null or until <= since then score
+          when extract(epoch from (until - since))::double precision / (half_life_days * 86400) > 60 or abs(score) < 1e-9 then 0
+          else (select case when abs(d) < 1e-9 then 0 else d end
+                from (select score * power(2::double precision, -(extract(epoch from (until - since))::double precision / (half_life_days * 86400))) as d) x)
+        end
+      $$;
+    `),
+    sqlMigration('0003_canonical_ids', `
+      -- canonical_id again, in rows written once per profile, for partial search (its trigram
+      -- index is among the Profiles API's read indexes). On identity.profiles that index took
+      -- about 28 new entries on every update of a profile, i.e. on every event, and its pending
+      -- list then flushed inside some resolver transaction, stalling it for up to a second.
+      create table identity.canonical_ids (
+        org_id uuid not null,
+        canonical_id text not null,
+        profile_id uuid not null references identity.profiles (id),
+        primary key (org_id, canonical_id)
+      );
+      insert into identity.canonical_ids (org_id, canonical_id, profile_id)
+        select org_id, canonical_id, id from identity.profiles;
+      -- Statistics now, not at the next auto-analyze: without them the planner reads a whole
+      -- organisation's rows for a partial search instead of using the trigram index (50 ms against 5).
+      analyze identity.canonical_ids;
 
-          -- Kept by the database, as an index would be, so that every writer of profiles (the
-          -- resolver, a replay, a seeding script) keeps it whole. canonical_id never changes.
-          create function identity.add_canonical_ids() returns trigger language plpgsql as $$
-          begin
-            insert into identity.canonical_ids (org_id, canonical_id, profile_id)
-              select org_id, canonical_id, id from created;
-            return null;
-          end
-          $$;
-          create trigger profiles_canonical_ids after insert on identity.profiles
-            referencing new table as created
-            for each statement execute function identity.add_canonical_ids();
-        `);
-      },
-    },
+      -- Kept by the database, as an index would be, so that every writer of profiles (the
+      -- resolver, a replay, a seeding script) keeps it whole. canonical_id never changes.
+      create function identity.add_canonical_ids() returns trigger language plpgsql as $$
+      begin
+        insert into identity.canonical_ids (org_id, canonical_id, profile_id)
+          select org_id, canonical_id, id from created;
+        return null;
+      end
+      $$;
+      create trigger profiles_canonical_ids after insert on identity.profiles
+        referencing new table as created
+        for each statement execute function identity.add_canonical_ids();
+    `),
     {
       // The Profiles API's read indexes, which lived in a `profile_api` migration set of their own
       // (0001 and 0002 there) until this schema's one owner took them: a database migrated by an
@@ -263,13 +248,8 @@ export const identityMigrations: MigrationSet = {
         `);
       },
     },
-    {
-      // Whether a click is exhausted is the conversion forwarder's to know and keep
-      // (conversions.exhausted_click_ids, which took the marks over in its 0002, run first).
-      name: '0005_click_exhaustion_to_the_forwarder',
-      async up(db) {
-        await db.raw('alter table identity.click_ids drop column if exists is_exhausted, drop column if exists exhausted_at');
-      },
-    },
+    // Whether a click is exhausted is the conversion forwarder's to know and keep
+    // (conversions.exhausted_click_ids, which took the marks over in its 0002, run first).
+    sqlMigration('0005_click_exhaustion_to_the_forwarder', 'alter table identity.click_ids drop column if exists is_exhausted, drop column if exists exhausted_at'),
   ],
 };

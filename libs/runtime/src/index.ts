@@ -2,7 +2,7 @@ export { AppError, NotFoundError, UnavailableError, ValidationError } from './er
 export { env, loadConfig, loadConfigOrExit, type ConfigValues, type VarSpec } from './config/config';
 export { createDb, type Db } from './db/db';
 export { isDatabaseUnavailable, isStatementMismatch, NETWORK_ERROR_CODES } from './db/unavailable';
-export { runMigrations, type MigrationSet } from './db/migrations';
+export { runMigrations, sqlMigration, type Migration, type MigrationSet } from './db/migrations';
 export { pendingMigrations } from './db/pending-migrations';
 export { ensureDatabase, freePort, startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres';
 export { KEY_TYPES, parseAuthorization, type KeyType } from './accounts/api-keys';

@@ -5,3 +5,4 @@ export { runNode, waitReady, type NodeRun } from './processes';
 export { testLogger } from './logger';
 export { batch, batchEntry, hostileString, hostileValue, mutatedEvent, nestedValue, validEvent, wideObject } from './arbitraries';
 export { writeDocSection } from './benchmarks-doc';
+export { rawEnvelope, TEST_CLIENT_IP } from './envelopes';

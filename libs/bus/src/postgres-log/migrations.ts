@@ -1,75 +1,65 @@
-import type { MigrationSet } from '@svc/runtime';
+import { sqlMigration, type MigrationSet } from '@svc/runtime';
 
 /** The Postgres log: topics, their partitions' heads, messages, consumer groups. */
 export const busMigrations: MigrationSet = {
   schema: 'bus',
   migrations: [
-    {
-      name: '0001_log',
-      async up(db) {
-        await db.raw(`
-          create table bus.topics (
-            name text primary key,
-            partitions integer not null check (partitions > 0),
-            created_at timestamptz not null default now()
-          );
+    sqlMigration('0001_log', `
+      create table bus.topics (
+        name text primary key,
+        partitions integer not null check (partitions > 0),
+        created_at timestamptz not null default now()
+      );
 
-          -- One row per partition. Appends take its row lock (UPDATE ... RETURNING)
-          -- to claim offsets, which both makes offsets contiguous and serialises
-          -- appends per partition, so they commit, and become visible, in offset order.
-          create table bus.partitions (
-            topic text not null references bus.topics (name) on delete cascade,
-            partition integer not null check (partition >= 0),
-            next_offset bigint not null default 0,
-            primary key (topic, partition)
-          );
+      -- One row per partition. Appends take its row lock (UPDATE ... RETURNING)
+      -- to claim offsets, which both makes offsets contiguous and serialises
+      -- appends per partition, so they commit, and become visible, in offset order.
+      create table bus.partitions (
+        topic text not null references bus.topics (name) on delete cascade,
+        partition integer not null check (partition >= 0),
+        next_offset bigint not null default 0,
+        primary key (topic, partition)
+      );
 
-          create table bus.messages (
-            topic text not null,
-            partition integer not null,
-            "offset" bigint not null,
-            key text not null,
-            value jsonb not null,
-            headers jsonb not null default '{}',
-            created_at timestamptz not null default now(),
-            primary key (topic, partition, "offset")
-          );
-          -- For the retention sweep.
-          create index messages_created_at_idx on bus.messages (created_at);
+      create table bus.messages (
+        topic text not null,
+        partition integer not null,
+        "offset" bigint not null,
+        key text not null,
+        value jsonb not null,
+        headers jsonb not null default '{}',
+        created_at timestamptz not null default now(),
+        primary key (topic, partition, "offset")
+      );
+      -- For the retention sweep.
+      create index messages_created_at_idx on bus.messages (created_at);
 
-          -- Live members of consumer groups. A member is alive while it
-          -- heartbeats and its dedicated session (pid) exists.
-          create table bus.members (
-            group_id text not null,
-            member_id text not null,
-            topics text[] not null,
-            pid integer not null,
-            heartbeat_at timestamptz not null default now(),
-            primary key (group_id, member_id)
-          );
+      -- Live members of consumer groups. A member is alive while it
+      -- heartbeats and its dedicated session (pid) exists.
+      create table bus.members (
+        group_id text not null,
+        member_id text not null,
+        topics text[] not null,
+        pid integer not null,
+        heartbeat_at timestamptz not null default now(),
+        primary key (group_id, member_id)
+      );
 
-          -- Committed positions. The row exists from the first time a member
-          -- claims the partition; its id keys the advisory lock that proves
-          -- ownership, so lock keys never collide within the bus.
-          create table bus.offsets (
-            id integer generated always as identity unique,
-            group_id text not null,
-            topic text not null,
-            partition integer not null,
-            -- The next offset to deliver; null until the group first commits.
-            next_offset bigint,
-            committed_at timestamptz,
-            primary key (group_id, topic, partition)
-          );
-        `);
-      },
-    },
-    {
-      name: '0002_retain_forever',
-      async up(db) {
-        // Topics whose messages the retention sweep never deletes (TopicSpec.retainForever).
-        await db.raw('alter table bus.topics add column retain_forever boolean not null default false');
-      },
-    },
+      -- Committed positions. The row exists from the first time a member
+      -- claims the partition; its id keys the advisory lock that proves
+      -- ownership, so lock keys never collide within the bus.
+      create table bus.offsets (
+        id integer generated always as identity unique,
+        group_id text not null,
+        topic text not null,
+        partition integer not null,
+        -- The next offset to deliver; null until the group first commits.
+        next_offset bigint,
+        committed_at timestamptz,
+        primary key (group_id, topic, partition)
+      );
+    `),
+    // Topics whose messages the retention sweep never deletes (TopicSpec.retainForever).
+    sqlMigration('0002_retain_forever', 'alter table bus.topics add column retain_forever boolean not null default false'),
   ],
 };

@@ -7,6 +7,16 @@ export interface Migration {
   up(db: Knex): Promise<void>;
 }
 
+/** A migration that is one SQL script (what nearly every migration is). */
+export function sqlMigration(name: string, sql: string): Migration {
+  return {
+    name,
+    async up(db) {
+      await db.raw(sql);
+    },
+  };
+}
+
 /** The migrations of one service, applied to the Postgres schema it owns. */
 export interface MigrationSet {
   schema: string;

@@ -1,4 +1,4 @@
-import type { MigrationSet } from '../db/migrations';
+import { sqlMigration, type MigrationSet } from '../db/migrations';
 
 /**
  * Fixed-window request counters shared by every replica. UNLOGGED: a crash
@@ -8,18 +8,13 @@ import type { MigrationSet } from '../db/migrations';
 export const rateLimitMigrations: MigrationSet = {
   schema: 'ratelimit',
   migrations: [
-    {
-      name: '0001_counters',
-      async up(db) {
-        await db.raw(`
-          create unlogged table ratelimit.counters (
-            bucket text not null,
-            window_start timestamptz not null,
-            hits integer not null,
-            primary key (bucket, window_start)
-          ) with (fillfactor = 70);
-        `);
-      },
-    },
+    sqlMigration('0001_counters', `
+      create unlogged table ratelimit.counters (
+        bucket text not null,
+        window_start timestamptz not null,
+        hits integer not null,
+        primary key (bucket, window_start)
+      ) with (fillfactor = 70);
+    `),
   ],
 };

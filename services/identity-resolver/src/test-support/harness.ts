@@ -1,9 +1,10 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { busMigrations, createPostgresLogBus, prefixedTopics, type IncomingMessage, type PostgresLogBus } from '@svc/bus';
 import type { InboundEvent, RawEventEnvelope, TopicSpec } from '@svc/contracts';
 import { AccountsStore, accountsMigrations, createDb, createMetrics, type Db, type Logger } from '@svc/runtime';
-import { createTestDatabase, testLogger, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, rawEnvelope, testLogger, type TestDatabase } from '@svc/testkit';
 import { resolverMetrics, type ResolverMetrics } from '../metrics';
+import type { EventRow as PlannedEventRow } from '../plan';
 import { identityMigrations } from '@svc/identity';
 import { startResolver, type RunningResolver, type StartResolverOptions } from '../start';
 
@@ -75,20 +76,7 @@ export class Harness {
   }
 
   envelope(orgId: string, event: Partial<InboundEvent> & Pick<InboundEvent, 'type'>, receivedAt = new Date()): RawEventEnvelope {
-    return {
-      v: 1,
-      orgId,
-      receivedAt: receivedAt.toISOString(),
-      requestId: 'req-test',
-      clientIp: '203.0.113.7',
-      event: {
-        messageId: randomUUID(),
-        anonymousId: `anon-${randomBytes(4).toString('hex')}`,
-        timestamp: new Date().toISOString(),
-        ...event,
-        context: { ip_address: '203.0.113.7', ...event.context },
-      } as InboundEvent,
-    };
+    return rawEnvelope(orgId, event, receivedAt);
   }
 
   /** Produces to the raw topic keyed as the gateway does (org:anonymousId); returns the message ids. */
@@ -202,16 +190,7 @@ export interface ProfileRow {
   created_at: Date;
 }
 
-export interface EventRow {
-  id: string;
-  org_id: string;
-  message_id: string;
-  profile_id: string;
-  event_name: string;
-  event_timestamp: Date;
-  properties: Record<string, unknown>;
-  context: Record<string, unknown>;
-  resolution_method: string;
-}
+/** A stored event as read back (pg parses its timestamp). */
+export type EventRow = Pick<PlannedEventRow, 'id' | 'org_id' | 'message_id' | 'profile_id' | 'event_name' | 'properties' | 'context' | 'resolution_method'> & { event_timestamp: Date };
 
 export const minutesAgo = (n: number, from = Date.now()): string => new Date(from - n * 60_000).toISOString();

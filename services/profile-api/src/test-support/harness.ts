@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { InboundEvent, RawEventEnvelope } from '@svc/contracts';
 import { conversionsMigrations } from '@svc/conversions';
 import { identityMigrations, inTransactionWithRetry } from '@svc/identity';
@@ -12,7 +12,7 @@ import {
   type Db,
   type RunningHttpServer,
 } from '@svc/runtime';
-import { createTestDatabase, testLogger, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, rawEnvelope, testLogger, type TestDatabase } from '@svc/testkit';
 import { mountProfileApi } from '../routes-setup';
 import { documentedFetch } from '@svc/openapi';
 
@@ -91,20 +91,7 @@ export class ProfileApiHarness {
   }
 
   envelope(orgId: string, event: Partial<InboundEvent> & Pick<InboundEvent, 'type'>, receivedAt = new Date()): RawEventEnvelope {
-    return {
-      v: 1,
-      orgId,
-      receivedAt: receivedAt.toISOString(),
-      requestId: 'req-test',
-      clientIp: '203.0.113.7',
-      event: {
-        messageId: randomUUID(),
-        anonymousId: `anon-${randomBytes(4).toString('hex')}`,
-        timestamp: new Date().toISOString(),
-        ...event,
-        context: { ip_address: '203.0.113.7', ...event.context },
-      } as InboundEvent,
-    };
+    return rawEnvelope(orgId, event, receivedAt);
   }
 
   /** Runs the resolver's batch routine on the envelopes, in one retried transaction, as its consumer does. */
