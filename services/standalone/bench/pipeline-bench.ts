@@ -11,7 +11,7 @@ import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { startLocalKafka, startLocalRegistry, type LocalProcess } from '@svc/testkit/dist/local-infra';
 import { cpuSeconds, machineSeconds, stopAll, waitReady, type MachineSeconds } from '@svc/testkit/dist/processes';
 import { allMigrations } from '../src/migrations';
-import { anonymousIdOf, BATCH_EVENTS, type LoadConfig, type LoadMessage, type LoadReport } from './pipeline-load';
+import { anonymousIdOf, MEAN_BATCH_EVENTS, TRAFFIC_SHAPES, type LoadConfig, type LoadMessage, type LoadReport, type TrafficShape } from './pipeline-load';
 
 /**
  * End-to-end pipeline benchmark: gateway → log → identity resolver →
@@ -55,6 +55,7 @@ const benchConfigSpec = {
   BENCH_WARMUP_MS: env.int({ description: 'Unmeasured load before the window, ms', default: 10_000, min: 0 }),
   BENCH_DRAIN_MS: env.int({ description: 'Longest wait for the backlog after the load, ms', default: 60_000, min: 0 }),
   BENCH_TIERS: env.list({ description: '`postgres`, `kafka` or both', default: ['postgres', 'kafka'] }),
+  BENCH_SHAPES: env.list({ description: 'Traffic shapes (pipeline-load.ts): `collector` (a batch is 10 random visitors with 10 events each), `sessions` (a batch is one visitor\'s 5 to 30 events), or both', default: [...TRAFFIC_SHAPES] }),
   BENCH_TOPOLOGY: env.list({
     description:
       '`stack` (the standalone stack, one process, what `npm start` runs), `services` (the ingest gateway and the identity resolver as processes of their own, as compose and Helm deploy them; the forwarder and the APIs are left out, nothing in the load reaches them), or both',
@@ -82,6 +83,7 @@ const PROFILES = knobs.BENCH_PROFILES;
 const SERVICES = path.resolve(__dirname, '../../../..');
 const STACK_MAIN = knobs.BENCH_STACK_MAIN ?? path.join(SERVICES, 'standalone/dist/main.js');
 const TOPOLOGIES = knobs.BENCH_TOPOLOGY as Topology[];
+const SHAPES = knobs.BENCH_SHAPES.filter((s): s is TrafficShape => (TRAFFIC_SHAPES as readonly string[]).includes(s));
 type Topology = 'stack' | 'services';
 const SERVICE_MAINS = {
   gateway: path.join(SERVICES, 'ingest-gateway/dist/main.js'),
@@ -98,7 +100,7 @@ const PG_STATEMENTS = knobs.BENCH_PG_STATEMENTS;
 const FLOOR_EVENTS_PER_S = 5_000;
 const FLOOR_P99_LAG_MS = 2_000;
 /** The spec allows 2,000 batch requests a minute per organisation: enough organisations to stay well under. */
-const ORGS = Math.max(4, Math.ceil((RATE / BATCH_EVENTS) * 60 / 1_500));
+const ORGS = Math.max(4, Math.ceil((RATE / Math.min(...SHAPES.map((s) => MEAN_BATCH_EVENTS[s]))) * 60 / 1_500));
 
 const log = (line: string): void => {
   process.stderr.write(`[pipeline-bench] ${line}\n`);
@@ -128,7 +130,8 @@ interface TierResult {
   drained?: boolean;
   /** Stored events per 5 s slice of the window. */
   timeline?: number[];
-  cpu?: { stack: number; postgres: number; infra: number | undefined; load: number; machine: number; steal: number };
+  /** Cores busy; `each` is the stack's processes apart (gateway, resolver when services apart). */
+  cpu?: { stack: number; each: number[]; postgres: number; infra: number | undefined; load: number; machine: number; steal: number };
   loadavg?: { before: string; after: string };
   profiles?: { live: number; total: number };
   /** From the stack's /metrics over the window: transactions, their mean size and duration. */
@@ -155,9 +158,11 @@ async function main(): Promise<void> {
       });
     if (knobs.BENCH_TIERS.includes('postgres')) {
       for (const topology of TOPOLOGIES) {
-        for (const rate of RATES) {
-          const tier = tierName('Postgres-backed log', topology);
-          results.push(await attempt(tier, rate, () => benchTier(tier, topology, rate, `bench_pg_${topology}_${rate}`, pg.url, pg.adminUrl, postmaster, {})));
+        for (const shape of SHAPES) {
+          for (const rate of RATES) {
+            const tier = tierName('Postgres-backed log', topology, shape);
+            results.push(await attempt(tier, rate, () => benchTier(tier, topology, shape, rate, `bench_pg_${topology}_${shape}_${rate}`, pg.url, pg.adminUrl, postmaster, {})));
+          }
         }
       }
     }
@@ -169,9 +174,11 @@ async function main(): Promise<void> {
       } else {
         try {
           for (const topology of TOPOLOGIES) {
-            for (const rate of RATES) {
-              const tier = tierName('Kafka', topology);
-              results.push(await attempt(tier, rate, () => benchTier(tier, topology, rate, `bench_kafka_${topology}_${rate}`, pg.url, pg.adminUrl, postmaster, kafka.env, kafka.pids)));
+            for (const shape of SHAPES) {
+              for (const rate of RATES) {
+                const tier = tierName('Kafka', topology, shape);
+                results.push(await attempt(tier, rate, () => benchTier(tier, topology, shape, rate, `bench_kafka_${topology}_${shape}_${rate}`, pg.url, pg.adminUrl, postmaster, kafka.env, kafka.pids)));
+              }
             }
           }
         } finally {
@@ -189,7 +196,7 @@ async function main(): Promise<void> {
   }
 }
 
-const tierName = (tier: string, topology: Topology): string => `${tier}, ${topology === 'stack' ? 'one process' : 'services apart'}`;
+const tierName = (tier: string, topology: Topology, shape: TrafficShape): string => `${tier}, ${topology === 'stack' ? 'one process' : 'services apart'}, ${shape}`;
 
 const meetsFloor = (r: TierResult): boolean =>
   (r.storedPerSecond ?? 0) >= FLOOR_EVENTS_PER_S && (r.lag?.p99 ?? Infinity) < FLOOR_P99_LAG_MS && r.drained === true;
@@ -197,6 +204,7 @@ const meetsFloor = (r: TierResult): boolean =>
 async function benchTier(
   tier: string,
   topology: Topology,
+  shape: TrafficShape,
   rate: number,
   database: string,
   serverUrl: string,
@@ -252,6 +260,7 @@ async function benchTier(
       durationMs: DURATION_MS,
       visitors: PROFILES,
       runId: randomBytes(4).toString('hex'),
+      shape,
     };
     const child = fork(path.join(__dirname, 'pipeline-load.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     loader = child;
@@ -435,6 +444,7 @@ async function benchTier(
       timeline,
       cpu: {
         stack: (we.cpu1.stack - w.cpu0.stack) / seconds,
+        each: we.cpu1.each.map((c, i) => (c - w.cpu0.each[i]!) / seconds),
         postgres: (we.cpu1.postgres - w.cpu0.postgres) / seconds,
         infra: infraPids.length > 0 ? (we.cpu1.infra - w.cpu0.infra) / seconds : undefined,
         load: load.cores,
@@ -450,7 +460,7 @@ async function benchTier(
         `stored ${Math.round(result.storedPerSecond!)} events/s, lag p50 ${fmtMs(result.lag!.p50)} p95 ${fmtMs(result.lag!.p95)} p99 ${fmtMs(result.lag!.p99)} ms, ` +
         `backlog ${backlogAtEnd} (outbox ${outboxAtEnd}, after the drain ${result.outboxAfterDrain})${result.drained ? `, drained in ${result.drainSeconds!.toFixed(1)} s` : ', NOT drained'}` +
         `${result.drainPerSecond === undefined ? '' : ` at ${Math.round(result.drainPerSecond)} events/s`}; ` +
-        `cores: stack ${result.cpu!.stack.toFixed(2)}, postgres ${result.cpu!.postgres.toFixed(2)}${result.cpu!.infra === undefined ? '' : `, kafka+registry ${result.cpu!.infra.toFixed(2)}`}, load ${load.cores.toFixed(2)}, machine busy ${result.cpu!.machine.toFixed(2)} of ${os.cpus().length}, of which stolen ${result.cpu!.steal.toFixed(2)}; ` +
+        `cores: stack ${result.cpu!.stack.toFixed(2)} (${result.cpu!.each.map((e) => e.toFixed(2)).join(' + ')}), postgres ${result.cpu!.postgres.toFixed(2)}${result.cpu!.infra === undefined ? '' : `, kafka+registry ${result.cpu!.infra.toFixed(2)}`}, load ${load.cores.toFixed(2)}, machine busy ${result.cpu!.machine.toFixed(2)} of ${os.cpus().length}, of which stolen ${result.cpu!.steal.toFixed(2)}; CPU µs per stored event ${perStoredEvent(result)}; ` +
         `resolver ${result.resolver!.batches} transactions of ${result.resolver!.eventsPerBatch.toFixed(0)} events, ${result.resolver!.msPerBatch.toFixed(0)} ms each, ${result.resolver!.retries} retries, ${result.resolver!.merges} merges; ` +
         `slices ${timeline.map((n) => Math.round(n / 5)).join(' ')}; load average ${loadBefore} → ${loadAfter}`,
     );
@@ -564,6 +574,7 @@ const countEvents = async (db: Db): Promise<number> => {
 
 interface CpuMark {
   stack: number;
+  each: number[];
   postgres: number;
   infra: number;
   /** The whole machine's CPU seconds (every process, ours or not), and how many the hypervisor took. */
@@ -571,7 +582,8 @@ interface CpuMark {
 }
 
 function cpuMark(stack: readonly ChildProcess[], postmaster: number, infra: readonly number[]): CpuMark {
-  return { stack: stack.reduce((sum, c) => sum + cpuSeconds(c.pid), 0), postgres: cpuSeconds(postmaster), infra: infra.reduce((s, p) => s + cpuSeconds(p), 0), machine: machineSeconds() };
+  const each = stack.map((c) => cpuSeconds(c.pid));
+  return { stack: each.reduce((sum, c) => sum + c, 0), each, postgres: cpuSeconds(postmaster), infra: infra.reduce((s, p) => s + cpuSeconds(p), 0), machine: machineSeconds() };
 }
 
 type KafkaEnvironment = { skip: string } | { env: Record<string, string>; pids: number[]; stop: () => Promise<void> };
@@ -603,6 +615,16 @@ async function kafkaEnvironment(): Promise<KafkaEnvironment> {
   }
 }
 
+/** CPU µs per stored event, each component's and all of them (the figure that decides how many cores a rate needs). */
+function perStoredEvent(r: TierResult): string {
+  const stored = r.storedPerSecond ?? 0;
+  const c = r.cpu;
+  if (!c || stored <= 0) return '–';
+  const us = (cores: number) => ((cores / stored) * 1e6).toFixed(0);
+  const all = c.stack + c.postgres + (c.infra ?? 0);
+  return `${us(c.stack)} / ${us(c.postgres)} / ${c.infra === undefined ? '–' : us(c.infra)} / ${us(all)}`;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmtMs = (ms: number): string => (Number.isFinite(ms) ? ms.toFixed(0) : '∞');
 const fmtInt = (n: number): string => Math.round(n).toLocaleString('en');
@@ -611,15 +633,15 @@ function render(results: readonly TierResult[], runSeconds: number): string {
   const lines = [
     `_Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` (services/standalone), ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ` +
       `PostgreSQL embedded (default durability: fsync and synchronous_commit on); the services either as the standalone stack (gateway, resolver, forwarder, APIs; "one process") or as the ingest gateway and identity resolver in processes of their own, as compose and Helm run them ("services apart"; "stack" cores below are theirs together), ` +
-      `an open-loop load generator as another, all on one machine. Offered load in batches of ${BATCH_EVENTS}, ${DURATION_MS / 1000} s measured after ${WARMUP_MS / 1000} s warm-up, ` +
+      `an open-loop load generator as another, all on one machine. Offered load in two traffic shapes: "collector", batches of 100 events of 10 random visitors (the worst case for per-profile work), and "sessions", a batch one visitor's 5 to 30 events (as the browser library sends them); ${DURATION_MS / 1000} s measured after ${WARMUP_MS / 1000} s warm-up, ` +
       `${fmtInt(PROFILES)} visitors over ${ORGS} organisations, seeded as profiles; lag polled every ${POLL_MS} ms (once a second beyond the oldest ${POLL_BATCH} pending samples); whole run ${Math.round(runSeconds)} s._`,
     '',
-    '| tier | events/s offered | events/s accepted | events/s stored | lag p50 ms | lag p95 ms | lag p99 ms | lag max ms | backlog at end | drained in (events/s while draining) | HTTP p50 / p99 ms | non-200 | cores busy: stack / postgres / kafka+registry / load generator / whole machine (of which stolen by the hypervisor) | load average before → after | floor |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| tier | events/s offered | events/s accepted | events/s stored | lag p50 ms | lag p95 ms | lag p99 ms | lag max ms | backlog at end | drained in (events/s while draining) | HTTP p50 / p99 ms | non-200 | cores busy: stack (gateway + resolver when apart) / postgres / kafka+registry / load generator / whole machine (of which stolen by the hypervisor) | CPU µs per stored event: stack / postgres / kafka+registry / all | load average before → after | floor |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of results) {
     if (r.skipped || !r.load || !r.lag || !r.cpu) {
-      lines.push(`| ${r.tier} | ${r.rate === undefined ? '' : fmtInt(r.rate)} | skipped: ${r.skipped ?? 'no result'} |  |  |  |  |  |  |  |  |  |  |  |  |`);
+      lines.push(`| ${r.tier} | ${r.rate === undefined ? '' : fmtInt(r.rate)} | skipped: ${r.skipped ?? 'no result'} |  |  |  |  |  |  |  |  |  |  |  |  |  |`);
       continue;
     }
     const c = r.cpu;
@@ -627,7 +649,7 @@ function render(results: readonly TierResult[], runSeconds: number): string {
       `| ${r.tier} | ${fmtInt(r.rate ?? 0)} | ${fmtInt(r.load.eventsPerSecond)} | ${fmtInt(r.storedPerSecond ?? 0)} | ${fmtMs(r.lag.p50)} | ${fmtMs(r.lag.p95)} | ${fmtMs(r.lag.p99)} | ${fmtMs(r.lag.max)} | ` +
         `${fmtInt(r.backlogAtEnd ?? 0)} | ${r.drained ? `${r.drainSeconds!.toFixed(1)} s` : `not within ${DRAIN_MS / 1000} s`}` +
         `${(r.backlogAtEnd ?? 0) >= 10_000 && r.drainPerSecond !== undefined ? ` (${fmtInt(r.drainPerSecond)}/s)` : ''} | ${r.load.p50Ms.toFixed(0)} / ${r.load.p99Ms.toFixed(0)} | ${r.load.non200 + r.load.dropped} | ` +
-        `${c.stack.toFixed(2)} / ${c.postgres.toFixed(2)} / ${c.infra === undefined ? '–' : c.infra.toFixed(2)} / ${c.load.toFixed(2)} / ${c.machine.toFixed(2)} (${c.steal.toFixed(2)}) | ${r.loadavg!.before} → ${r.loadavg!.after} | ` +
+        `${c.stack.toFixed(2)}${c.each.length > 1 ? ` (${c.each.map((e) => e.toFixed(2)).join(' + ')})` : ''} / ${c.postgres.toFixed(2)} / ${c.infra === undefined ? '–' : c.infra.toFixed(2)} / ${c.load.toFixed(2)} / ${c.machine.toFixed(2)} (${c.steal.toFixed(2)}) | ${perStoredEvent(r)} | ${r.loadavg!.before} → ${r.loadavg!.after} | ` +
         `${meetsFloor(r) ? '✓' : '✗'} |`,
     );
   }

@@ -11,9 +11,11 @@ import http from 'node:http';
  * free slot waits for one, its latency still counted from its schedule, and
  * batches still waiting when the time is up are dropped and reported).
  *
- * The mix, over a pool of visitors (anonymous ids) split evenly over the
- * organisations: a batch is 10 visitors with 10 events each (what a busy
- * site's collector forwards); per event page ~45%, track ~40% (a few of them
+ * Two traffic shapes (LoadConfig.shape), over a pool of visitors (anonymous
+ * ids) split evenly over the organisations: `collector`, a batch is 10 random
+ * visitors with 10 events each (what a busy site's collector forwards, the
+ * worst case for per-profile work); `sessions`, a batch is one visitor's 5 to
+ * 30 events (as the browser library sends them). The mix per event: page ~45%, track ~40% (a few of them
  * purchases), identify ~8% (userId, email, phone), alias ~2% (the visitor's
  * userId with, as previousId, its own anonymous id half the time and another
  * visitor's of the same organisation otherwise: another device, a merge), screen ~3%, group ~2%. About a quarter of page views
@@ -33,7 +35,14 @@ export interface LoadConfig {
   /** Visitors in the pool; visitor v belongs to organisation v % orgs. */
   visitors: number;
   runId: string;
+  shape: TrafficShape;
 }
+
+export type TrafficShape = 'collector' | 'sessions';
+export const TRAFFIC_SHAPES: readonly TrafficShape[] = ['collector', 'sessions'];
+
+/** Events per batch on average, by shape (sessions: 5 to 30, uniformly). */
+export const MEAN_BATCH_EVENTS: Readonly<Record<TrafficShape, number>> = { collector: 100, sessions: 17.5 };
 
 /** What the generator tells its parent. */
 export type LoadMessage =
@@ -61,8 +70,7 @@ export interface LoadReport {
   cores: number;
 }
 
-export const BATCH_EVENTS = 100;
-const VISITORS_PER_BATCH = 10;
+const COLLECTOR_VISITORS = 10;
 const MAX_IN_FLIGHT = 256;
 const SESSION_MS = 30 * 60_000;
 
@@ -96,13 +104,15 @@ export function pipelineBatch(c: LoadConfig, seq: number, org: number, pool: str
   const orgs = c.orgs.length;
   const perOrg = Math.floor(c.visitors / orgs);
   const events: Array<Record<string, unknown>> = [];
-  for (let v = 0; v < VISITORS_PER_BATCH; v++) {
+  const visitors = c.shape === 'collector' ? COLLECTOR_VISITORS : 1;
+  for (let v = 0; v < visitors; v++) {
     const visitor = org + orgs * Math.floor(random() * perOrg);
+    const count = c.shape === 'collector' ? 100 / COLLECTOR_VISITORS : 5 + Math.floor(random() * 26);
     const anonymousId = anonymousIdOf(pool, visitor);
     const sessionId = `s_${visitor}_${Math.floor(now / SESSION_MS)}`;
     const product = PRODUCTS[visitor % PRODUCTS.length]!;
     const fingerprinted = visitor % 10 === 3;
-    for (let i = 0; i < BATCH_EVENTS / VISITORS_PER_BATCH; i++) {
+    for (let i = 0; i < count; i++) {
       const n = events.length;
       const r = random();
       const context: Record<string, unknown> = {
@@ -186,7 +196,7 @@ export async function runPipelineLoad(c: LoadConfig, send: (m: LoadMessage) => v
   const agent = new http.Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
   const random = rng(0x5eed);
   const pool = 'p';
-  const intervalMs = (1000 * BATCH_EVENTS) / c.rate;
+  const intervalMs = (1000 * MEAN_BATCH_EVENTS[c.shape]) / c.rate;
   const started = performance.now();
   const measureFrom = started + c.warmupMs;
   const until = measureFrom + c.durationMs;
