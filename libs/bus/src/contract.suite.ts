@@ -371,6 +371,39 @@ export function runBusContract(name: string, makeBus: () => Promise<BusUnderTest
       expect(dead?.headers[DLQ_SOURCE_HEADER]).toBe(`${topic.name}/0/${BigInt(first?.offset ?? -2) + 1n}`);
     });
 
+    it('lets batches gather up to gather.maxWaitMs, and no longer', async () => {
+      const { bus } = await open();
+      const topic = topicNamed('gather', 1);
+      await bus.ensureTopics([topic]);
+      const rec = new Recorder();
+      const maxWaitMs = 1_500;
+      await bus.subscribe({ groupId: groupNamed('gathering'), topics: [topic], handler: rec.handler, gather: { minBytes: 1 << 20, maxWaitMs } });
+      await produceOk(bus, topic, [message('warm-up', 0)]);
+      await waitFor('the warm-up message', () => rec.ids().size === 1);
+
+      // Ten calls 50 ms apart: delivered at once, they would come as about ten batches.
+      const trickle = range(1, 11).map((seq) => message(`k${seq}`, seq));
+      for (const m of trickle) {
+        await produceOk(bus, topic, [m]);
+        await sleep(50);
+      }
+      const lastProduced = Date.now();
+      await waitFor('the trickle', () => rec.ids().size === 11);
+      expect(Date.now() - lastProduced).toBeLessThan(maxWaitMs + 1_500);
+      const batchesOfTrickle = rec.batches.filter((b) => b.messages.some((m) => m.value.seq > 0));
+      expect(batchesOfTrickle.length).toBeLessThanOrEqual(2);
+      expect(rec.seqs()).toEqual(range(0, 11));
+    });
+
+    it('refuses a gather it cannot honour', async () => {
+      const { bus } = await open();
+      const topic = topicNamed('gather-bad', 1);
+      const handler = new Recorder().handler;
+      for (const gather of [{ minBytes: 0, maxWaitMs: 100 }, { minBytes: 1024, maxWaitMs: -1 }, { minBytes: 1024, maxWaitMs: 60_000 }]) {
+        await expect(bus.subscribe({ groupId: groupNamed('bad'), topics: [topic], handler, gather })).rejects.toThrow(/invalid gather/);
+      }
+    });
+
     it('delivers nothing while paused, and everything after resume', async () => {
       const { bus } = await open();
       const topic = topicNamed('pause', 2);

@@ -52,8 +52,21 @@ export interface SubscribeOptions<T = unknown> {
   handler: BatchHandler<T>;
   /** Upper bound of messages per batch. */
   maxBatchSize?: number;
+  /**
+   * Let batches gather: while less than `minBytes` of messages are waiting,
+   * wait up to `maxWaitMs` for more before handing a batch over. For a
+   * handler whose cost is mostly per batch (a transaction each), fewer and
+   * larger batches cost less per message, for at most maxWaitMs of latency.
+   * Default: whatever is there goes at once.
+   */
+  gather?: GatherOptions;
   /** Start from the earliest message when the group has no committed offset (default true). */
   fromBeginning?: boolean;
+}
+
+export interface GatherOptions {
+  minBytes: number;
+  maxWaitMs: number;
 }
 
 export interface Subscription {

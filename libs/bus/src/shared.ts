@@ -29,3 +29,17 @@ export function backoffMs(failures: number, capMs = 5_000): number {
   const base = Math.min(capMs, 100 * 2 ** Math.max(0, failures - 1));
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
+
+/** The longest a subscription may let a batch gather (it also delays how soon a pause or stop takes effect). */
+export const MAX_GATHER_WAIT_MS = 5_000;
+
+/** A subscription's gather option, checked (both adapters take it the same way); undefined when not asked for. */
+export function checkedGather(gather: { minBytes: number; maxWaitMs: number } | undefined): { minBytes: number; maxWaitMs: number } | undefined {
+  if (gather === undefined) return undefined;
+  const { minBytes, maxWaitMs } = gather;
+  if (!Number.isInteger(minBytes) || minBytes < 1) throw new RangeError(`subscribe: invalid gather.minBytes ${minBytes}`);
+  if (!Number.isInteger(maxWaitMs) || maxWaitMs < 0 || maxWaitMs > MAX_GATHER_WAIT_MS) {
+    throw new RangeError(`subscribe: invalid gather.maxWaitMs ${maxWaitMs} (0 to ${MAX_GATHER_WAIT_MS})`);
+  }
+  return { minBytes, maxWaitMs };
+}

@@ -10,6 +10,13 @@ export const resolverOwnConfigSpec = {
     min: 1,
     max: 2000,
   }),
+  RESOLVER_BATCH_WAIT_MS: env.int({
+    description:
+      'Longest the identity resolver lets a batch gather while less than a full batch is waiting (milliseconds): fewer, larger transactions cost less per event; 0 takes what is there at once',
+    default: 250,
+    min: 0,
+    max: 5_000,
+  }),
   RESOLVER_CONSUMERS: env.int({
     description: 'Consumer-group members of the identity resolver in this process; each resolves its share of the raw-events partitions in its own transactions, concurrently',
     default: 4,

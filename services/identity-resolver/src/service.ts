@@ -27,6 +27,7 @@ export async function buildResolver(
     metrics: resolverMetrics(metrics),
     groupId: config.RESOLVER_GROUP_ID,
     maxBatchSize: config.RESOLVER_BATCH_SIZE,
+    batchWaitMs: config.RESOLVER_BATCH_WAIT_MS,
     consumers,
     relay: { intervalMs: config.OUTBOX_RELAY_INTERVAL_MS },
     batch: {

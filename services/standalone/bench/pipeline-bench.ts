@@ -63,6 +63,7 @@ const benchConfigSpec = {
   }),
   BENCH_PROFILES: env.int({ description: 'Visitor pool, seeded as profiles', default: 100_000, min: 1 }),
   BENCH_STACK_MAIN: env.optionalString({ description: 'Another build of the stack, for A/B; default this one' }),
+  BENCH_SERVICES_DIR: env.optionalString({ description: "Another build's services/ directory, whose gateway and resolver run when services are apart, for A/B; default this one" }),
   BENCH_STACK_ENV: env.list({ description: 'Extra NAME=value settings for the services', default: [] }),
   BENCH_WRITE_DOC: env.bool({ description: 'Write the table into docs/benchmarks.md (false: print only)', default: true }),
   BENCH_CPU_PROF: env.optionalString({ description: 'Directory the services write V8 CPU profiles into' }),
@@ -86,8 +87,8 @@ const TOPOLOGIES = knobs.BENCH_TOPOLOGY as Topology[];
 const SHAPES = knobs.BENCH_SHAPES.filter((s): s is TrafficShape => (TRAFFIC_SHAPES as readonly string[]).includes(s));
 type Topology = 'stack' | 'services';
 const SERVICE_MAINS = {
-  gateway: path.join(SERVICES, 'ingest-gateway/dist/main.js'),
-  resolver: path.join(SERVICES, 'identity-resolver/dist/main.js'),
+  gateway: path.join(knobs.BENCH_SERVICES_DIR ?? SERVICES, 'ingest-gateway/dist/main.js'),
+  resolver: path.join(knobs.BENCH_SERVICES_DIR ?? SERVICES, 'identity-resolver/dist/main.js'),
 };
 const STACK_ENV = Object.fromEntries(knobs.BENCH_STACK_ENV.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 /** A service's start-up, migrations and first connections included. */

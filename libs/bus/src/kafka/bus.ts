@@ -2,7 +2,7 @@ import { CompressionTypes, type Admin, type Kafka, type KafkaMessage } from 'kaf
 import type { TopicSpec } from '@svc/contracts';
 import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER } from '../errors';
 import type { BatchHandler, Bus, OutgoingMessage, ProduceResult, SubscribeOptions, Subscription } from '../port';
-import { silentLogger, type BusLogger } from '../shared';
+import { checkedGather, silentLogger, type BusLogger } from '../shared';
 import { assertAllValid, deadLetterTopicFor, partitionFor } from '../validate';
 import { createKafka, shortRetry, Sockets } from './client';
 import { Codec } from './codec';
@@ -100,6 +100,7 @@ class KafkaBusImpl implements KafkaBus {
     if (options.topics.length === 0) throw new Error('subscribe: no topics given');
     const maxBatchSize = options.maxBatchSize ?? 100;
     if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) throw new RangeError(`subscribe: invalid maxBatchSize ${maxBatchSize}`);
+    const gather = checkedGather(options.gather);
     // Creates missing topics, but registers no schema: a reader must not add versions to a writer's subject.
     await guard('ensure topics', Promise.all(options.topics.map((t) => this.topics.ensure(t, false))), this.timeoutMs);
     const sub = new KafkaSubscription({
@@ -109,6 +110,7 @@ class KafkaBusImpl implements KafkaBus {
       // Safe: every value is checked against its topic's schema before the handler sees it.
       handler: options.handler as BatchHandler<unknown>,
       maxBatchSize,
+      gather,
       fromBeginning: options.fromBeginning ?? true,
       codec: this.codec,
       deadLetter: (spec, partition, message, reason) => this.deadLetter(spec, partition, message, reason),

@@ -1,6 +1,6 @@
 import type { Batch, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import type { TopicSpec } from '@svc/contracts';
-import type { BatchHandler, IncomingMessage, Subscription } from '../port';
+import type { BatchHandler, GatherOptions, IncomingMessage, Subscription } from '../port';
 import { backoffMs, type BusLogger } from '../shared';
 import { headersToRecord, type Codec, type Decoded } from './codec';
 import type { LagGauge } from './lag';
@@ -13,6 +13,8 @@ export interface SubscriptionSettings {
   topics: readonly TopicSpec[];
   handler: BatchHandler<unknown>;
   maxBatchSize: number;
+  /** The broker holds a fetch until this much is waiting or the wait is over. */
+  gather: GatherOptions | undefined;
   fromBeginning: boolean;
   codec: Codec;
   /** Parks an undecodable message in `<topic>.dlq`; resolves once the broker has it. */
@@ -51,7 +53,9 @@ export class KafkaSubscription implements Subscription {
       sessionTimeout: s.consumer.sessionTimeoutMs,
       rebalanceTimeout: s.consumer.rebalanceTimeoutMs,
       heartbeatInterval: s.consumer.heartbeatIntervalMs,
-      maxWaitTimeInMs: s.consumer.maxWaitTimeMs,
+      // A fetch returns once minBytes are waiting, or after maxWaitTimeInMs with what there is.
+      maxWaitTimeInMs: s.gather?.maxWaitMs ?? s.consumer.maxWaitTimeMs,
+      minBytes: s.gather?.minBytes ?? 1,
       allowAutoTopicCreation: false,
       retry: {
         retries: 5,

@@ -7,7 +7,7 @@ import { BusUnavailableError } from '../errors';
 import type { BatchHandler, Bus, OutgoingMessage, ProduceResult, SubscribeOptions, Subscription } from '../port';
 import { assertAllValid } from '../validate';
 import { isUnavailable, openSession, sessionConfig } from './connection';
-import { silentLogger, withDeadline, type BusLogger } from '../shared';
+import { checkedGather, silentLogger, withDeadline, type BusLogger } from '../shared';
 import { PostgresLogConsumer } from './consumer';
 import { Listener } from './listener';
 import { append, deleteOlderThan, ensureTopic, type Queryable } from './store';
@@ -114,6 +114,7 @@ class PgLogBus implements PostgresLogBus {
   async subscribe<T>(options: SubscribeOptions<T>): Promise<Subscription> {
     this.assertOpen();
     if (options.topics.length === 0) throw new Error('subscribe: no topics given');
+    const gather = checkedGather(options.gather);
     await this.ensureTopics(options.topics);
     const memberId = `${this.instanceId}/${++this.members}`;
     const consumer = new PostgresLogConsumer({
@@ -123,6 +124,7 @@ class PgLogBus implements PostgresLogBus {
       // Safe: every value is checked against its topic's schema before the handler sees it.
       handler: options.handler as BatchHandler<unknown>,
       maxBatchSize: options.maxBatchSize ?? 100,
+      gather,
       fromBeginning: options.fromBeginning ?? true,
       pollFallbackMs: this.o.pollFallbackMs ?? 1_000,
       heartbeatMs: this.o.heartbeatMs ?? 1_000,

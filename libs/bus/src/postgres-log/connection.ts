@@ -59,6 +59,11 @@ export class Signal {
     this.release?.();
   }
 
+  /** Forgets a wake that came before: the next wait waits. */
+  clear(): void {
+    this.pending = false;
+  }
+
   async wait(ms: number): Promise<void> {
     if (!this.pending) {
       await new Promise<void>((resolve) => {

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { deadLetterTopicName, firstSchemaError, type TopicSpec } from '@svc/contracts';
 import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, SchemaViolationError } from '../errors';
-import type { BatchHandler, IncomingMessage, Subscription } from '../port';
+import type { BatchHandler, GatherOptions, IncomingMessage, Subscription } from '../port';
 import { assignedTo, type TopicPartition } from './assignment';
 import { closeQuietly, Signal } from './connection';
 import { backoffMs, type BusLogger } from '../shared';
@@ -15,6 +15,8 @@ export interface ConsumerSettings {
   topics: readonly TopicSpec[];
   handler: BatchHandler<unknown>;
   maxBatchSize: number;
+  /** After a poll that found less than minBytes, the next waits maxWaitMs (notifications do not cut it short). */
+  gather: GatherOptions | undefined;
   fromBeginning: boolean;
   pollFallbackMs: number;
   heartbeatMs: number;
@@ -58,6 +60,8 @@ export class PostgresLogConsumer implements Subscription, Wakeable {
   private stopping = false;
   private crashed = false;
   private rebalanceDue = true;
+  /** Letting a batch gather: a notification of new messages does not end the wait. */
+  private gathering = false;
   private nextRebalanceAt = 0;
 
   constructor(private readonly s: ConsumerSettings) {
@@ -81,7 +85,7 @@ export class PostgresLogConsumer implements Subscription, Wakeable {
   }
 
   onMessages(): void {
-    this.signal.wake();
+    if (!this.gathering) this.signal.wake();
   }
 
   onGroupChange(): void {
@@ -123,9 +127,10 @@ export class PostgresLogConsumer implements Subscription, Wakeable {
       try {
         if (!this.session) await this.connect();
         if (this.rebalanceDue || Date.now() >= this.nextRebalanceAt) await this.rebalance();
-        const worked = !this.paused && (await this.pollOnce());
+        const found = this.paused ? 'nothing' : await this.pollOnce();
         failures = 0;
-        if (!worked) await this.signal.wait(this.idleMs());
+        if (found === 'nothing') await this.signal.wait(this.idleMs());
+        else if (found === 'little') await this.gather();
       } catch (err) {
         if (this.stopping) break;
         failures++;
@@ -211,8 +216,28 @@ export class PostgresLogConsumer implements Subscription, Wakeable {
     return until - now;
   }
 
-  /** Reads every ready partition at once and delivers what it found; false when there was nothing. */
-  private async pollOnce(): Promise<boolean> {
+  /**
+   * Waits gather.maxWaitMs before the next poll, so that more messages are
+   * read at once; a stop, pause, resume or rebalance ends the wait early.
+   */
+  private async gather(): Promise<void> {
+    const wait = this.s.gather?.maxWaitMs ?? 0;
+    if (wait === 0 || this.stopping || this.rebalanceDue) return;
+    this.gathering = true;
+    try {
+      // Notifications that came while the last batch was handled are what we wait to gather.
+      this.signal.clear();
+      await this.signal.wait(wait);
+    } finally {
+      this.gathering = false;
+    }
+  }
+
+  /**
+   * Reads every ready partition at once and delivers what it found: nothing,
+   * little (under gather.minBytes and no partition's run full) or plenty.
+   */
+  private async pollOnce(): Promise<'nothing' | 'little' | 'plenty'> {
     const now = Date.now();
     const ready = [...this.owned.values()].filter((o) => o.retryAt <= now);
     const rows = await read(
@@ -220,15 +245,22 @@ export class PostgresLogConsumer implements Subscription, Wakeable {
       ready.map((o) => ({ topic: o.topic, partition: o.partition, from: o.next })),
       this.s.maxBatchSize,
     );
-    if (rows.length === 0) return false;
+    if (rows.length === 0) return 'nothing';
     const runs = new Map<string, StoredMessage[]>();
-    for (const r of rows) runs.set(keyOf(r), [...(runs.get(keyOf(r)) ?? []), r]);
+    let bytes = 0;
+    for (const r of rows) {
+      const run = runs.get(keyOf(r));
+      if (run) run.push(r);
+      else runs.set(keyOf(r), [r]);
+      bytes += r.bytes;
+    }
     for (const [key, run] of runs) {
       if (this.stopping || this.paused || this.rebalanceDue) break;
       const o = this.owned.get(key);
       if (o) await this.deliver(o, run);
     }
-    return true;
+    const full = [...runs.values()].some((run) => run.length >= this.s.maxBatchSize);
+    return this.s.gather && bytes < this.s.gather.minBytes && !full ? 'little' : 'plenty';
   }
 
   /**

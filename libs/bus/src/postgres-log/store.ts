@@ -105,6 +105,8 @@ export interface StoredMessage {
   value: unknown;
   headers: Record<string, string>;
   createdAt: Date;
+  /** The stored value's size (jsonb), for gathering batches. */
+  bytes: number;
 }
 
 export interface ReadPosition {
@@ -125,8 +127,9 @@ export async function read(q: Queryable, positions: readonly ReadPosition[], lim
     value: unknown;
     headers: Record<string, string>;
     created_at: Date;
+    bytes: number;
   }>(
-    `select p.topic, p.partition, m."offset", m.key, m.value, m.headers, m.created_at
+    `select p.topic, p.partition, m."offset", m.key, m.value, m.headers, m.created_at, pg_column_size(m.value) as bytes
      from unnest($1::text[], $2::int[], $3::bigint[]) as p (topic, partition, pos)
      cross join lateral (
        select * from bus.messages m
@@ -144,6 +147,7 @@ export async function read(q: Queryable, positions: readonly ReadPosition[], lim
     value: r.value,
     headers: r.headers,
     createdAt: r.created_at,
+    bytes: r.bytes,
   }));
 }
 
