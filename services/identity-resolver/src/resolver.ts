@@ -14,7 +14,8 @@ import { classifyFailure, inTransactionWithRetry, type FailureKind, type OutputT
 import type { ResolverMetrics } from './metrics';
 import { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
 
-export type ResolverTopics = OutputTopics & { eventsRaw: TopicSpec };
+/** The raw topic, the outputs, and (when given) the erasure requests the resolver carries out. */
+export type ResolverTopics = OutputTopics & { eventsRaw: TopicSpec; erasureRequests?: TopicSpec };
 
 export interface ResolverDeps {
   db: Db;
@@ -141,6 +142,7 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
       m.batchSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
       m.events.inc({ outcome: 'stored' }, outcome.stored);
       m.events.inc({ outcome: 'duplicate' }, outcome.duplicates);
+      m.eventsSuppressed.inc(outcome.suppressed);
       m.profilesCreated.inc(outcome.profilesCreated);
       for (const reason of outcome.merges) m.merges.inc({ reason });
     }

@@ -1,5 +1,6 @@
 import { deadLetterTopicFor, type Bus } from '@svc/bus';
 import type { Db, Logger } from '@svc/runtime';
+import { createErasureHandler } from './erasure';
 import { type ResolverMetrics } from './metrics';
 import { OutboxRelay } from './outbox';
 import { type BatchOptions } from './process-batch';
@@ -59,6 +60,8 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     topics.eventsResolved,
     topics.profilesChanges,
     topics.conversionsCandidates,
+    topics.profilesErased,
+    ...(topics.erasureRequests ? [topics.erasureRequests] : []),
   ]);
   const relay = new OutboxRelay({
     db: o.db,
@@ -97,6 +100,19 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
       }),
     ),
   );
+  // Erasure requests: one member (they are rare), in a group of their own.
+  if (topics.erasureRequests) {
+    joined.push(
+      ...(await Promise.allSettled([
+        o.bus.subscribe({
+          groupId: `${o.groupId ?? 'identity-resolver'}-erasure`,
+          topics: [topics.erasureRequests],
+          handler: createErasureHandler({ db: o.db, logger: o.logger, ...(o.metrics ? { metrics: o.metrics } : {}), onCommitted: () => relay.wake() }),
+          maxBatchSize: 20,
+        }),
+      ])),
+    );
+  }
   const subscriptions = joined.flatMap((j) => (j.status === 'fulfilled' ? [j.value] : []));
   const stopAll = async () => {
     await Promise.all(subscriptions.map((s) => s.stop()));
