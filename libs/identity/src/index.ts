@@ -62,6 +62,7 @@ export {
   clickIdHash,
   eraseProfile,
   eventIdentifierHashes,
+  findErasure,
   getErasure,
   identifierHash,
   listErasures,

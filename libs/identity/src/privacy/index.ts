@@ -3,6 +3,7 @@ export { privacyMigrations } from './migrations';
 export { eraseProfile, recordErasureFailure, type EraseInput, type EraseResult } from './erase';
 export {
   appendAudit,
+  findErasure,
   getErasure,
   listErasures,
   publishPendingErasures,

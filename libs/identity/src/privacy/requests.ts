@@ -121,6 +121,26 @@ export async function getErasure(db: Db, orgId: string, erasureId: string): Prom
   return rows[0];
 }
 
+/**
+ * The erasure `id` names: the erasure request's own id, else the newest
+ * request of the profile it names (its id or canonical_id as recorded, one
+ * of the profiles an erasure removed, or a live profile merged into one
+ * under a pending erasure). Undefined when there is none.
+ */
+export async function findErasure(db: Db, orgId: string, id: string): Promise<ErasureView | undefined> {
+  if (!UUID_PATTERN.test(orgId) || id.length === 0 || id.length > 200 || id.includes('\u0000')) return undefined;
+  const byId = await getErasure(db, orgId, id);
+  if (byId) return byId;
+  const isUuid = UUID_PATTERN.test(id);
+  const live = await resolveProfileId(db, orgId, id);
+  const { rows } = await db.raw<{ rows: ErasureView[] }>(
+    `${VIEW_SQL} where r.org_id = ? and (r.canonical_id = ? ${isUuid ? 'or r.profile_id = ?::uuid or o.profile_ids @> array[?::uuid]' : ''} ${live ? 'or r.profile_id = ?::uuid' : ''})
+     order by r.requested_at desc limit 1`,
+    [orgId, id, ...(isUuid ? [id, id] : []), ...(live ? [live] : [])],
+  );
+  return rows[0];
+}
+
 /** The organisation's erasure requests, newest first. */
 export async function listErasures(db: Db, orgId: string, limit = 100): Promise<ErasureView[]> {
   if (!UUID_PATTERN.test(orgId)) return [];
