@@ -14,8 +14,7 @@ import { classifyFailure, inTransactionWithRetry, type FailureKind, type OutputT
 import type { ResolverMetrics } from './metrics';
 import { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
 
-/** The raw topic, the outputs, and (when given) the erasure requests the resolver carries out. */
-export type ResolverTopics = OutputTopics & { eventsRaw: TopicSpec; erasureRequests?: TopicSpec };
+export type ResolverTopics = OutputTopics & { eventsRaw: TopicSpec };
 
 export interface ResolverDeps {
   db: Db;

@@ -1,4 +1,5 @@
 import { deadLetterTopicFor, type Bus } from '@svc/bus';
+import type { TopicSpec } from '@svc/contracts';
 import type { Db, Logger } from '@svc/runtime';
 import { createErasureHandler } from './erasure';
 import { type ResolverMetrics } from './metrics';
@@ -36,6 +37,12 @@ export interface StartResolverOptions {
    */
   consumers?: number;
   batch?: BatchOptions;
+  /**
+   * profiles.erasure-requests: when given, one more member (in the group
+   * `<groupId>-erasure`) carries erasures out (erasure.ts). The service
+   * always gives it; tests of the batch path need not.
+   */
+  erasureRequests?: TopicSpec;
   /** Outbox relay settings. */
   relay?: { batchSize?: number; intervalMs?: number };
   /** Passed to the handler; see ResolverDeps. */
@@ -61,7 +68,7 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     topics.profilesChanges,
     topics.conversionsCandidates,
     topics.profilesErased,
-    ...(topics.erasureRequests ? [topics.erasureRequests] : []),
+    ...(o.erasureRequests ? [o.erasureRequests] : []),
   ]);
   const relay = new OutboxRelay({
     db: o.db,
@@ -101,12 +108,12 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     ),
   );
   // Erasure requests: one member (they are rare), in a group of their own.
-  if (topics.erasureRequests) {
+  if (o.erasureRequests) {
     joined.push(
       ...(await Promise.allSettled([
         o.bus.subscribe({
           groupId: `${o.groupId ?? 'identity-resolver'}-erasure`,
-          topics: [topics.erasureRequests],
+          topics: [o.erasureRequests],
           handler: createErasureHandler({ db: o.db, logger: o.logger, ...(o.metrics ? { metrics: o.metrics } : {}), onCommitted: () => relay.wake() }),
           maxBatchSize: 20,
         }),
