@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@svc/bus';
-import { ERASURE_SCOPE, type ErasableIdentifierType, type ErasureRequest, type ErasureTargetKind, type ErasureView, type TopicSpec } from '@svc/contracts';
+import { ERASURE_SCOPE, type ErasableIdentifierType, type ErasureRequest, type ErasureView, type TopicSpec } from '@svc/contracts';
 import type { Db } from '@svc/runtime';
 import { UUID_PATTERN } from '../ids';
 import { resolveProfileId } from '../profiles';
