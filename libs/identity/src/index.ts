@@ -74,6 +74,7 @@ export {
   requestErasure,
   suppressedIdentifiers,
   unsuppress,
+  unsuppressErasure,
   type AuditAction,
   type AuditView,
   type EraseInput,

@@ -278,11 +278,23 @@ function erasureSuite(tier: Tier): void {
     expect(await svcctl(['unsuppress', '--org', a.orgId, '--user-id', ANN.userId, '--reason', 'consented again'])).toMatchObject({ identifier_type: 'user_id', lifted: true });
     const [back] = await send(a, [{ type: 'identify', anonymousId: 'anon-ann-d4', userId: ANN.userId }]);
     await stored(a, [back!]);
+    // ...or every identifier the erasure suppressed at once.
+    const lifted = await svcctl(['unsuppress', '--org', a.orgId, '--erasure', erasureId]);
+    expect((lifted.lifted as Array<{ type: string }>).map((l) => l.type)).toEqual(['anonymous_id', 'anonymous_id', 'email', 'phone']);
+    // The CLI's refusals: a repeated erasure, no person named.
+    for (const [args, message] of [
+      [['erase', '--org', a.orgId, '--email', 'ann@example.com'], `Erasure already requested for this profile: ${erasureId}`],
+      [['erase', '--org', a.orgId], 'give exactly one of --profile, --user-id, --email, --phone, --anonymous-id'],
+      [['erase', '--org', a.orgId, '--profile', 'prf_nobody'], Messages.profileNotFound],
+    ] as const) {
+      const run = await runNode(SVCCTL, args, { DATABASE_URL: t.url, ...busEnv });
+      expect([run.code, run.stdout, JSON.parse(run.stderr).error]).toEqual([1, '', message]);
+    }
 
     // The audit trail: every step, and no erased value.
     const audit = await svcctl(['erasure', 'audit', '--org', a.orgId]);
     const entries = audit.entries as Array<{ action: string; actor: string; erasure_id: string | null }>;
-    expect(entries.map((e) => e.action)).toEqual(['erasure_requested', 'erasure_done', 'suppressed', 'unsuppressed']);
+    expect(entries.map((e) => e.action)).toEqual(['erasure_requested', 'erasure_done', 'suppressed', 'unsuppressed', 'unsuppressed']);
     expect(entries.every((e) => e.erasure_id === erasureId)).toBe(true);
     expect(entries[1]!.actor).toBe('identity-resolver');
     expect(TRACES.filter((trace) => JSON.stringify(audit).toLowerCase().includes(trace.toLowerCase()))).toEqual([]);

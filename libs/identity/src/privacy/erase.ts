@@ -166,30 +166,30 @@ async function eraseFromSchema(
   )) as { rows: Array<{ ids: string[] }> };
   const ids = rows[0]?.ids ?? [];
   if (ids.length === 0) return {};
+  // A replay's kept schema may predate a table (canonical_ids came in 0003): only the tables it has.
+  const { rows: present } = (await trx.raw('select table_name from information_schema.tables where table_schema = ?', [schema])) as { rows: Array<{ table_name: string }> };
+  const has = new Set(present.map((r) => r.table_name));
+  const byProfile = (table: string, name: string) => `${name} as (delete from ${s(table)} where org_id = :org and profile_id = any(:ids::uuid[]) returning 1)`;
+  const parts: Array<[name: string, table: string, cte: string]> = [
+    ['events', 'events', `events as (delete from ${s('events')} where org_id = :org and profile_id = any(:ids::uuid[]) returning id)`],
+    [
+      'outbox',
+      'outbox',
+      `outbox as (delete from ${s('outbox')}
+        where ${has.has('events') ? 'event_id in (select id from events) or ' : ''}message_key = any(:keys::text[]) or payload ->> 'profileId' = any(:keys::text[])
+        returning 1)`,
+    ],
+    ['identity_signals', 'identity_signals', byProfile('identity_signals', 'identity_signals')],
+    ['sessions', 'profile_sessions', byProfile('profile_sessions', 'sessions')],
+    ['click_ids', 'click_ids', byProfile('click_ids', 'click_ids')],
+    ['fingerprints', 'fingerprints', byProfile('fingerprints', 'fingerprints')],
+    ['merges', 'merges', `merges as (delete from ${s('merges')} where org_id = :org and (source_profile_id = any(:ids::uuid[]) or target_profile_id = any(:ids::uuid[])) returning 1)`],
+    ['canonical_ids', 'canonical_ids', byProfile('canonical_ids', 'canonical_ids')],
+  ];
+  const used = parts.filter(([, table]) => has.has(table));
   const { rows: deleted } = (await trx.raw(
-    `with events as (
-       delete from ${s('events')} where org_id = :org and profile_id = any(:ids::uuid[]) returning id
-     ), outbox as (
-       delete from ${s('outbox')}
-       where event_id in (select id from events) or message_key = any(:keys::text[]) or payload ->> 'profileId' = any(:keys::text[])
-       returning 1
-     ), signals as (
-       delete from ${s('identity_signals')} where org_id = :org and profile_id = any(:ids::uuid[]) returning 1
-     ), sessions as (
-       delete from ${s('profile_sessions')} where org_id = :org and profile_id = any(:ids::uuid[]) returning 1
-     ), clicks as (
-       delete from ${s('click_ids')} where org_id = :org and profile_id = any(:ids::uuid[]) returning 1
-     ), fingerprints as (
-       delete from ${s('fingerprints')} where org_id = :org and profile_id = any(:ids::uuid[]) returning 1
-     ), merges as (
-       delete from ${s('merges')} where org_id = :org and (source_profile_id = any(:ids::uuid[]) or target_profile_id = any(:ids::uuid[])) returning 1
-     ), canonical as (
-       delete from ${s('canonical_ids')} where org_id = :org and profile_id = any(:ids::uuid[]) returning 1
-     )
-     select (select count(*) from events)::int as events, (select count(*) from outbox)::int as outbox,
-            (select count(*) from signals)::int as identity_signals, (select count(*) from sessions)::int as sessions,
-            (select count(*) from clicks)::int as click_ids, (select count(*) from fingerprints)::int as fingerprints,
-            (select count(*) from merges)::int as merges, (select count(*) from canonical)::int as canonical_ids`,
+    `with ${used.map(([, , cte]) => cte).join(', ')}
+     select ${used.map(([name]) => `(select count(*) from ${name})::int as ${name}`).join(', ')}`,
     { org: orgId, ids, keys: ids },
   )) as { rows: Array<Record<string, number>> };
   // Merged-away rows point at their survivor: they go first.

@@ -10,6 +10,7 @@ export {
   readAudit,
   requestErasure,
   unsuppress,
+  unsuppressErasure,
   type AuditAction,
   type AuditView,
   type ErasureRequestInput,

@@ -62,6 +62,14 @@ export async function requestErasure(db: Db, input: ErasureRequestInput): Promis
           | { erasure_id: string | null }
           | undefined;
         if (suppressed?.erasure_id) return { outcome: 'exists', erasureId: suppressed.erasure_id } as const;
+        // Or erased by a request that named this very identifier (its suppression lifted since).
+        const named = await trx.raw<{ rows: Array<{ id: string }> }>(
+          `select r.id from privacy.erasure_requests r left join privacy.erasure_outcomes o on o.erasure_id = r.id
+           where r.org_id = ? and r.target_kind = ? and r.target_hash = ? and (o.status is null or o.status = 'done')
+           order by r.requested_at desc limit 1`,
+          [orgId, target.kind, targetHash],
+        );
+        if (named.rows[0]) return { outcome: 'exists', erasureId: named.rows[0].id } as const;
       }
     }
     if (!profileId) return { outcome: 'not_found' } as const;
@@ -248,5 +256,35 @@ export async function unsuppress(db: Db, input: UnsuppressInput): Promise<{ lift
       details: { identifier_type: input.type, identifier_hash: hash, reason: input.reason ?? null },
     });
     return { lifted: true, hash };
+  });
+}
+
+/**
+ * Lifts every suppression an erasure made (the person came back and
+ * consented again, and the operator knows the erasure but not the values):
+ * returns the identifiers lifted, as types and hashes.
+ */
+export async function unsuppressErasure(
+  db: Db,
+  input: { orgId: string; erasureId: string; actor: string; reason?: string | null },
+): Promise<Array<{ type: string; hash: string }> | undefined> {
+  if (!UUID_PATTERN.test(input.orgId) || !UUID_PATTERN.test(input.erasureId)) return undefined;
+  return db.transaction(async (trx) => {
+    if (!(await trx('privacy.erasure_requests').where({ org_id: input.orgId, id: input.erasureId }).first('id'))) return undefined;
+    const removed = (await trx('privacy.suppressions')
+      .where({ org_id: input.orgId, erasure_id: input.erasureId })
+      .delete()
+      .returning(['identifier_type', 'identifier_hash'])) as Array<{ identifier_type: string; identifier_hash: string }>;
+    const lifted = removed.map((r) => ({ type: r.identifier_type, hash: r.identifier_hash })).sort((a, b) => a.type.localeCompare(b.type) || a.hash.localeCompare(b.hash));
+    if (lifted.length > 0) {
+      await appendAudit(trx, {
+        orgId: input.orgId,
+        actor: input.actor,
+        action: 'unsuppressed',
+        erasureId: input.erasureId,
+        details: { identifiers: lifted.map((l) => ({ identifier_type: l.type, identifier_hash: l.hash })), reason: input.reason ?? null },
+      });
+    }
+    return lifted;
   });
 }

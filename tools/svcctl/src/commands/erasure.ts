@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { ERASABLE_IDENTIFIER_TYPES, type ErasableIdentifierType } from '@svc/contracts';
-import { getErasure, listErasures, publishPendingErasures, readAudit, requestErasure, unsuppress, type ErasureTarget } from '@svc/identity';
+import { getErasure, listErasures, publishPendingErasures, readAudit, requestErasure, unsuppress, unsuppressErasure, type ErasureTarget } from '@svc/identity';
 import { NotFoundError, ValidationError } from '@svc/runtime';
 import { integer, type CliContext, type Command, type Values } from '../command';
 
@@ -76,10 +76,19 @@ export const erasureCommands: Record<string, Command> = {
     run: async (v, ctx) => ({ erasures: await listErasures(ctx.db, v.org!, v.limit === undefined ? 100 : integer('limit', v.limit, 1)) }),
   },
   unsuppress: {
-    usage: 'unsuppress --org <id> (--user-id <id> | --anonymous-id <id> | --email <email> | --phone <phone>) [--reason <text>] [--actor <name>]',
-    flags: { required: ['org'], optional: [...IDENTIFIER_FLAGS, 'reason', 'actor'] },
+    usage: 'unsuppress --org <id> (--user-id <id> | --anonymous-id <id> | --email <email> | --phone <phone> | --erasure <erasure id>) [--reason <text>] [--actor <name>]',
+    flags: { required: ['org'], optional: [...IDENTIFIER_FLAGS, 'erasure', 'reason', 'actor'] },
     async run(v, ctx) {
-      const { type, value } = identifierOf(v, false)!;
+      const identifier = identifierOf(v, true);
+      if ((identifier === undefined) === (v.erasure === undefined)) {
+        throw new ValidationError(`give exactly one of ${IDENTIFIER_FLAGS.map((f) => `--${f}`).join(', ')}, --erasure`);
+      }
+      if (!identifier) {
+        const lifted = await unsuppressErasure(ctx.db, { orgId: v.org!, erasureId: v.erasure!, actor: operator(v), reason: v.reason ?? null });
+        if (!lifted) throw new NotFoundError('Erasure request not found');
+        return { erasureId: v.erasure!, lifted };
+      }
+      const { type, value } = identifier;
       const result = await unsuppress(ctx.db, {
         orgId: v.org!,
         type,
