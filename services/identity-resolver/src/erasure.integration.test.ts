@@ -93,6 +93,41 @@ describeWithPostgres('erasure in the identity resolver', () => {
     expect(await h.count('select count(*) as n from identity.events where org_id = ? and message_id = any(?)', [org, dropped.map((e) => e.event.messageId)])).toBe(0);
   }, 60_000);
 
+  it('erases a person whose events keep arriving on several partitions meanwhile: each is erased with them or dropped, none survives', async () => {
+    const org = await h.org('Busy');
+    const suppressedBefore = (await metrics.eventsSuppressed.get()).values[0]?.value ?? 0;
+    const second = await h.startResolver({ groupId: 'identity-resolver' });
+    const [first] = await h.ingest([h.envelope(org, { type: 'identify', anonymousId: 'busy-0', userId: 'busy-user', traits: { email: 'busy@example.com' } })]);
+    expect(first).toBeDefined();
+    const recorded = await requestErasure(h.db, { orgId: org, target: { kind: 'user_id', value: 'busy-user' }, actor: 'test' });
+    if (recorded.outcome !== 'recorded') throw new Error(`not recorded: ${recorded.outcome}`);
+    // The person's events on eight devices (so on different partitions), before, during and after the erasure.
+    const stream = Array.from({ length: 240 }, (_, i) =>
+      h.envelope(org, { type: 'track', event: 'tick', anonymousId: `busy-${i % 8}`, ...(i % 3 === 0 ? { userId: 'busy-user' } : { context: { traits: { email: 'busy@example.com' } } }) }),
+    );
+    const producing = (async () => {
+      for (let i = 0; i < stream.length; i += 20) {
+        await h.produce(stream.slice(i, i + 20));
+        if (i === 100) await publishPendingErasures(h.db, h.bus, h.topics.erasureRequests);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    })();
+    await producing;
+    await h.waitFor('the erasure done', async () => (await getErasure(h.db, org, recorded.erasure.id))?.status === 'done', 30_000);
+    // Every one of the person's events was either stored and then erased with them, or dropped as suppressed.
+    const { counts } = (await h.db('privacy.erasure_outcomes').where({ erasure_id: recorded.erasure.id }).first('counts')) as { counts: { events: number } };
+    const suppressed = async () => ((await metrics.eventsSuppressed.get()).values[0]?.value ?? 0) + ((await second.metrics.eventsSuppressed.get()).values[0]?.value ?? 0) - suppressedBefore;
+    await h.waitFor('every event erased or dropped', async () => counts.events + (await suppressed()) === stream.length + 1, 30_000);
+    expect(counts.events).toBeGreaterThan(0);
+    expect(await suppressed()).toBeGreaterThan(0);
+    const marker = h.envelope(org, { type: 'page', anonymousId: 'someone-else' });
+    await h.ingest([marker]);
+    expect(await h.count(`select count(*) as n from identity.events where org_id = ? and anonymous_id like 'busy-%'`, [org])).toBe(0);
+    expect(await h.count(`select count(*) as n from identity.identity_signals where org_id = ? and (signal_value like 'busy%')`, [org])).toBe(0);
+    expect(await h.count('select count(*) as n from identity.profiles where org_id = ? and id <> (select profile_id from identity.events where message_id = ?)', [org, marker.event.messageId])).toBe(0);
+    await second.stop();
+  }, 90_000);
+
   it('records a failed outcome, with its reason, when the profile is gone', async () => {
     const org = await h.org('Gone');
     const erasureId = randomUUID();
