@@ -24,5 +24,5 @@ export async function buildProfileApi({ config, db, bus, logger, lifecycle }: Se
   };
 }
 
-/** The Profiles API as its own deployment (migrations: the migrate job); may point at a read replica. */
+/** The Profiles API as its own deployment (migrations: the migrate job). It writes (admin merges, erasure requests), so it needs the primary. */
 export const profileApiService: ServiceDefinition<typeof profileApiOwnConfigSpec> = { name: 'profile-api', configSpec: profileApiOwnConfigSpec, build: buildProfileApi };
