@@ -58,6 +58,7 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   if (!options.replay) await sql.lockIdentities(trx, identityLockKeys(events));
   const allowed = await withoutSuppressed(trx, events);
   outcome.suppressed = events.length - allowed.length;
+  if (allowed.length === 0) return outcome;
   const state = await sql.readBatchState(trx, allowed);
   const fresh = freshEvents(allowed, state);
   outcome.duplicates += allowed.length - fresh.length;
