@@ -265,6 +265,44 @@ export const ProfilesMergedSchema = closed(
   'Source merged into target',
 );
 
+/** What an erasure reaches (every store holding the person; see services/profile-api/README.md). */
+export const ERASURE_SCOPE = ['profiles', 'identities', 'events', 'sessions', 'click_ids', 'fingerprints', 'conversions', 'consent'] as const;
+/** How an erasure named its person: a profile id / canonical_id, or one of the identifiers. */
+export const ERASURE_TARGET_KINDS = ['profile', 'user_id', 'anonymous_id', 'email', 'phone'] as const;
+export type ErasureTargetKind = (typeof ERASURE_TARGET_KINDS)[number];
+export const ERASURE_STATUSES = ['pending', 'done', 'failed'] as const;
+export type ErasureStatus = (typeof ERASURE_STATUSES)[number];
+
+/** An erasure request and where it stands. Carries no personal data (an identifier it was requested by is not repeated). */
+export const ErasureViewSchema = closed({
+  id: Uuid,
+  /** pending → done, or failed with failure_reason. */
+  status: Type.Union(ERASURE_STATUSES.map((s) => Type.Literal(s))),
+  failure_reason: nullable(Type.String()),
+  /** How the request named the person. */
+  requested_by_kind: Type.Union(ERASURE_TARGET_KINDS.map((k) => Type.Literal(k))),
+  /** The live profile named when the request was recorded. */
+  profile_id: Uuid,
+  canonical_id: Type.String(),
+  scope: Type.Array(Type.Union(ERASURE_SCOPE.map((s) => Type.Literal(s)))),
+  /** Who asked: `admin-key:<key id>` or `svcctl:<operator>`. */
+  actor: Type.String(),
+  reason: nullable(Type.String()),
+  requested_at: Timestamp,
+  completed_at: nullable(Timestamp),
+  /** Once done: profiles erased (the survivor and those merged into it). */
+  profiles_erased: nullable(Count),
+});
+export type ErasureView = Static<typeof ErasureViewSchema>;
+
+export const ErasureFoundSchema = closed({ success: Type.Literal(true), erasure: ErasureViewSchema }, 'The erasure request');
+
+/** 409: an erasure of the profile was requested before; `erasure_id` names it. */
+export const ErasureConflictSchema = closed(
+  { success: Type.Literal(false), error: Type.String(), erasure_id: Uuid },
+  'An erasure of this profile exists already',
+);
+
 // ---------------------------------------------------------------- operational
 
 export const LivenessSchema = closed({ status: Type.Literal('ok') }, 'The process serves HTTP');

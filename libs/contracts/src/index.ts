@@ -17,8 +17,12 @@ export {
   deadLetterTopicName,
   RawEventEnvelopeSchema,
   Topics,
+  ERASABLE_IDENTIFIER_TYPES,
   type ConsentDecisionEvent,
   type ConversionCandidate,
+  type ErasableIdentifierType,
+  type ErasureRequest,
+  type ProfileErased,
   type ProfileChange,
   type RawEventEnvelope,
   type ResolvedEvent,
@@ -48,6 +52,11 @@ export {
   BodyTooLargeSchema,
   ConsentReadSchema,
   ConsentRecordedSchema,
+  ERASURE_SCOPE,
+  ERASURE_STATUSES,
+  ERASURE_TARGET_KINDS,
+  ErasureConflictSchema,
+  ErasureFoundSchema,
   ErrorEnvelopeSchema,
   LivenessSchema,
   PerOrgRateLimitedSchema,
@@ -62,6 +71,9 @@ export {
   type ClickIdView,
   type ConsentRecordView,
   type CurrentConsent,
+  type ErasureStatus,
+  type ErasureTargetKind,
+  type ErasureView,
   type FingerprintView,
   type IdentitySignalView,
   type ProfileDetail,
@@ -72,7 +84,7 @@ export {
 export { SegmentBatchBodySchema, SegmentSingleEventSchema } from './segment';
 // Every named schema is public: the OpenAPI document (libs/openapi) names its components after them.
 export { BatchBodySchema } from './events';
-export { ConsentDecisionEventSchema, ConversionCandidateSchema, ProfileChangeSchema, ResolvedEventSchema } from './topics';
+export { ConsentDecisionEventSchema, ConversionCandidateSchema, ErasureRequestSchema, ProfileChangeSchema, ProfileErasedSchema, ResolvedEventSchema } from './topics';
 export { EngagementConditionSchema, EngagementDecaySchema, EngagementRuleSchema, EngagementRulesSchema } from './engagement-rules';
-export { ClickIdViewSchema, ConsentRecordViewSchema, CurrentConsentSchema, FingerprintViewSchema, IdentitySignalViewSchema, ProfileDetailSchema, ProfileListItemSchema, StoredEventViewSchema, TouchSchema } from './api-responses';
+export { ClickIdViewSchema, ConsentRecordViewSchema, ErasureViewSchema, CurrentConsentSchema, FingerprintViewSchema, IdentitySignalViewSchema, ProfileDetailSchema, ProfileListItemSchema, StoredEventViewSchema, TouchSchema } from './api-responses';
 export { SegmentMessageSchema } from './segment';

@@ -13,6 +13,8 @@ export const Limits = {
     profilesReadPerOrgIp: 60,
     profilesMergePerOrgIp: 10,
     consentPerOrgIp: 60,
+    /** Additive: the erasure routes' own bucket (POST /v1-profiles/:id/erase, /erase, GET /erasures/:id). */
+    profilesErasePerOrgIp: 10,
   },
   profileList: { defaultLimit: 50, maxLimit: 100 },
   profileEvents: { defaultLimit: 50, maxLimit: 200 },

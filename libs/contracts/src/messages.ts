@@ -49,6 +49,19 @@ export const Messages = {
   invalidGzipBody: 'Invalid gzip body: Content-Encoding says gzip but the body does not decompress',
   /** Additive, Segment-compatible single-event routes (`/v1/track`, ...): a body that is not one JSON object. */
   singleEventRequired: 'Invalid request: the body must be one event object',
+  /** Additive, erasure routes: the body is not one JSON object. */
+  erasureBodyNotObject: 'Invalid request: the body must be a JSON object',
+  /** Additive, POST /v1-profiles/erase: none, or more than one, of the identifiers. */
+  erasureIdentifierRequired: 'Invalid request: give exactly one of user_id, anonymous_id, email, phone',
+  /** Additive, POST /v1-profiles/erase: an identifier that is not a string of 1 to 200 characters, or not an email / phone. */
+  erasureIdentifierInvalid: (field: 'user_id' | 'anonymous_id' | 'email' | 'phone') =>
+    field === 'email' ? 'Invalid request: email must be an email address' : field === 'phone' ? 'Invalid request: phone must be a phone number' : `Invalid request: ${field} must be a string of 1 to 200 characters`,
+  /** Additive, erasure routes: `reason` is not a string of at most 1000 characters. */
+  erasureReasonInvalid: 'Invalid request: reason must be a string of at most 1000 characters',
+  /** Additive, 409: an erasure of this profile (or identifier) was requested before; the body names it. */
+  erasureAlreadyRequested: 'Erasure already requested for this profile',
+  /** Additive, 404 of GET /v1-profiles/erasures/:id. */
+  erasureNotFound: 'Erasure request not found',
   /** 403 for a valid key of the wrong type; names the type(s) the operation needs. */
   insufficientPermissions: (required: RequiredKeyType) =>
     `Insufficient permissions: this operation requires ${required === 'admin' ? 'an' : 'a'} ${required} key`,

@@ -120,6 +120,59 @@ export const ConsentDecisionEventSchema = Type.Object(
 );
 export type ConsentDecisionEvent = Static<typeof ConsentDecisionEventSchema>;
 
+/** The identifier types an erasure suppresses (the identity signal types). */
+export const ERASABLE_IDENTIFIER_TYPES = ['user_id', 'email', 'phone', 'anonymous_id'] as const;
+export type ErasableIdentifierType = (typeof ERASABLE_IDENTIFIER_TYPES)[number];
+
+const Sha256Hex = Type.String({ pattern: '^[0-9a-f]{64}$' });
+
+/**
+ * profiles.erasure-requests: an erasure recorded by the Profiles API or
+ * svcctl, for the identity resolver to carry out. Keyed by the profile id,
+ * like the profile topics. It carries no personal data: the resolver reads
+ * the profile's identifiers itself.
+ */
+export const ErasureRequestSchema = Type.Object(
+  {
+    v: Type.Literal(1),
+    orgId: Uuid,
+    /** The erasure request's id (privacy.erasure_requests). */
+    erasureId: Uuid,
+    /** The live profile the request named when it was recorded (the resolver follows a later merge). */
+    profileId: Uuid,
+    requestedAt: Timestamp,
+  },
+  { $id: 'profiles.erasure-requests/v1', additionalProperties: false },
+);
+export type ErasureRequest = Static<typeof ErasureRequestSchema>;
+
+/**
+ * profiles.erased: the tombstone. A person was erased from the identity
+ * projections; every consumer of the other topics should erase them too.
+ * Keyed by the surviving profile id, like profiles.changes. No personal data:
+ * profile ids, and the person's identifiers as SHA-256 hex of
+ * `<orgId>\u0000<type>\u0000<normalised value>` (the suppression hash; a
+ * consumer hashes what it stores the same way to find them).
+ */
+export const ProfileErasedSchema = Type.Object(
+  {
+    v: Type.Literal(1),
+    orgId: Uuid,
+    erasureId: Uuid,
+    /** The surviving profile that was erased. */
+    profileId: Uuid,
+    /** Every profile id erased: the survivor and every profile merged into it. */
+    profileIds: Type.Array(Uuid, { minItems: 1 }),
+    /** The person's identifiers, hashed per organisation; now suppressed. */
+    identifiers: Type.Array(Type.Object({ type: Type.Union(ERASABLE_IDENTIFIER_TYPES.map((t) => Type.Literal(t))), hash: Sha256Hex }, { additionalProperties: false })),
+    /** The person's click IDs, as SHA-256 hex of `<orgId>\u0000<click type>\u0000<click id>`. */
+    clickIds: Type.Array(Type.Object({ type: Type.String(), hash: Sha256Hex }, { additionalProperties: false })),
+    erasedAt: Timestamp,
+  },
+  { $id: 'profiles.erased/v1', additionalProperties: false },
+);
+export type ProfileErased = Static<typeof ProfileErasedSchema>;
+
 export interface TopicSpec<S extends TSchema = TSchema> {
   /** Base topic name; deployments and tests may prefix it. */
   name: string;
@@ -144,6 +197,8 @@ export const Topics = {
     schema: ConversionCandidateSchema,
   },
   consentDecisions: { name: 'consent.decisions', partitions: 4, schema: ConsentDecisionEventSchema },
+  erasureRequests: { name: 'profiles.erasure-requests', partitions: 4, schema: ErasureRequestSchema },
+  profilesErased: { name: 'profiles.erased', partitions: 4, schema: ProfileErasedSchema },
 } as const satisfies Record<string, TopicSpec>;
 
 /** Where a consumer parks a message it cannot decode or keeps failing on. */

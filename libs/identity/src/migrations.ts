@@ -251,5 +251,11 @@ export const identityMigrations: MigrationSet = {
     // Whether a click is exhausted is the conversion forwarder's to know and keep
     // (conversions.exhausted_click_ids, which took the marks over in its 0002, run first).
     sqlMigration('0005_click_exhaustion_to_the_forwarder', 'alter table identity.click_ids drop column if exists is_exhausted, drop column if exists exhausted_at'),
+    // The erasure tombstone (profiles.erased) is written to the outbox with the erasure it reports.
+    sqlMigration('0006_outbox_profiles_erased', `
+      alter table identity.outbox drop constraint outbox_topic_check;
+      alter table identity.outbox add constraint outbox_topic_check
+        check (topic in ('eventsResolved', 'profilesChanges', 'conversionsCandidates', 'profilesErased'));
+    `),
   ],
 };

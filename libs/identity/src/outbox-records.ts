@@ -9,7 +9,7 @@ import type { Db } from '@svc/runtime';
  * produces them (services/identity-resolver/src/outbox.ts).
  */
 
-export type OutboxTopic = 'eventsResolved' | 'profilesChanges' | 'conversionsCandidates';
+export type OutboxTopic = 'eventsResolved' | 'profilesChanges' | 'conversionsCandidates' | 'profilesErased';
 
 export interface OutboxMessage {
   topic: OutboxTopic;

@@ -27,6 +27,9 @@ describe('the OpenAPI document', () => {
     ['get', '/v1-profiles/{id}/events'],
     ['get', '/v1-profiles/{id}/identities'],
     ['post', '/v1-profiles/merge'],
+    ['post', '/v1-profiles/{id}/erase'],
+    ['post', '/v1-profiles/erase'],
+    ['get', '/v1-profiles/{id}/erase'],
     ...['batch', 'track', 'identify', 'page', 'screen', 'alias', 'group'].map((p): [string, string] => ['post', `/segment/v1/${p}`]),
   ];
   it.each(ROUTES)('documents %s %s', (method, route) => {
@@ -74,6 +77,14 @@ describe('the OpenAPI document', () => {
     Messages.usageCheckFailed,
     Messages.internalError,
     Messages.authenticationFailed,
+    // Additive: the erasure routes' own.
+    Messages.erasureAlreadyRequested,
+    Messages.erasureNotFound,
+    Messages.erasureIdentifierRequired,
+    Messages.erasureBodyNotObject,
+    Messages.erasureReasonInvalid,
+    Messages.bodyTooLarge(Limits.smallBodyBytes),
+    Messages.rateLimitedPerIp(Limits.rate.profilesErasePerOrgIp),
   ];
   it.each(SPEC_MESSAGES)('quotes %j as an example', (message) => {
     expect(examples.some((e) => (e.value as JsonObject).error === message)).toBe(true);

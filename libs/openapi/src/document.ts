@@ -12,7 +12,7 @@ const TAGS: Record<Operation['tag'], string> = {
   Ingestion: 'POST /v1-batch, as the interface spec fixes it',
   'Segment-compatible ingestion': 'Segment’s HTTP tracking API for Segment’s and RudderStack’s server libraries; the same pipeline as /v1-batch',
   Consent: 'Consent decisions: recorded for the audit trail, not enforced at ingestion',
-  Profiles: 'The Profiles API: list, search, read and merge profiles',
+  Profiles: 'The Profiles API: list, search, read, merge and erase profiles',
   Operations: 'Probes and this document',
 };
 

@@ -5,7 +5,10 @@ import {
   ConsentMessages,
   ConsentReadSchema,
   ConsentRecordedSchema,
+  ERASABLE_IDENTIFIER_TYPES,
   EVENT_TYPES,
+  ErasureConflictSchema,
+  ErasureFoundSchema,
   EventReasons,
   InboundEventSchema,
   Limits,
@@ -312,6 +315,111 @@ const profiles: Operation[] = [
     },
   },
 ];
+
+const erasureExample = {
+  success: true,
+  erasure: {
+    id: '0b7e4c1a-2f3d-4e5f-8a9b-0c1d2e3f4a5b',
+    status: 'pending',
+    failure_reason: null,
+    requested_by_kind: 'email',
+    profile_id: '8d0f3a4c-5b6e-8f70-8a1b-2c3d4e5f6a7b',
+    canonical_id: 'prf_0123456789abcdefghjkmnpqrs',
+    scope: ['profiles', 'identities', 'events', 'sessions', 'click_ids', 'fingerprints', 'conversions', 'consent'],
+    actor: 'admin-key:5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b',
+    reason: 'Data subject request #4411',
+    requested_at: at,
+    completed_at: null,
+    profiles_erased: null,
+  },
+};
+const erasureConflict = { description: 'An erasure of this profile (or identifier) was requested before, pending or done; `erasure_id` names it', schemas: [ErasureConflictSchema], examples: [example('repeated', 'A second request', { success: false, error: Messages.erasureAlreadyRequested, erasure_id: erasureExample.erasure.id })] };
+/** The erasure routes: admin key, their own rate bucket, 256 KiB bodies. */
+const erasureErrors = (notFoundMessages: Array<[string, string, string]>, badRequests: Array<[string, string, string]>): Record<number, ResponseSpec> => ({
+  ...readErrors(notFoundMessages, badRequests),
+  400: badRequest('Invalid body', badRequests),
+  403: forbidden('admin'),
+  429: rateLimited(Limits.rate.profilesErasePerOrgIp),
+});
+const withoutBadRequest = (responses: Record<number, ResponseSpec>): Record<number, ResponseSpec> => Object.fromEntries(Object.entries(responses).filter(([status]) => status !== '400'));
+const ERASE_BODY_ERRORS: Array<[string, string, string]> = [
+  ['content_type', 'Content-Type is not application/json', Messages.contentTypeNotJson],
+  ['invalid_json', 'Unparsable body', Messages.invalidJson],
+  ['empty', 'No body (send `{}`)', Messages.emptyBody],
+  ['not_object', 'The body is not a JSON object', Messages.erasureBodyNotObject],
+  ['reason', 'reason is not a string of at most 1000 characters', Messages.erasureReasonInvalid],
+];
+const erasureNote =
+  'Additive within v1. Records the request (who, when, what, scope) and answers 202 with status `pending`; the identity resolver erases the person asynchronously from every store (profile and every profile merged into it, identities, events, sessions, click IDs, fingerprints, unsent conversions; sent conversions keep only hashes; consent decisions keep only that a decision existed), suppresses their identifiers (new events carrying them are dropped) and publishes the tombstone on `profiles.erased`. Poll `GET /v1-profiles/{id}/erase` (the erasure’s id or the profile’s) until `done` or `failed`. Rate limit: 10 per minute per (organisation, IP), a bucket of its own.';
+
+profiles.push(
+  {
+    method: 'post',
+    path: '/v1-profiles/{id}/erase',
+    operationId: 'eraseProfile',
+    summary: 'Erase the person of a profile (and every profile merged into it)',
+    description: erasureNote,
+    tag: 'Profiles',
+    security: 'admin',
+    parameters: [profileId],
+    requestBody: {
+      schema: Type.Object({ reason: Type.Optional(Type.String({ maxLength: 1000 })) }, { additionalProperties: true }),
+      contentTypes: ['application/json'],
+      examples: [example('reason', 'With the operator’s note', { reason: 'Data subject request #4411' })],
+    },
+    responses: {
+      202: ok('Recorded; carried out asynchronously', ErasureFoundSchema, [example('pending', 'Recorded', erasureExample)]),
+      409: erasureConflict,
+      ...erasureErrors([NO_PROFILE, UNMATCHED], ERASE_BODY_ERRORS),
+    },
+  },
+  {
+    method: 'post',
+    path: '/v1-profiles/erase',
+    operationId: 'eraseByIdentifier',
+    summary: 'Erase the person an identifier names (user_id, anonymous_id, email or phone)',
+    description: `${erasureNote} Exactly one identifier; email and phone are normalised as the resolver normalises them. An identifier nobody has is 404 \`Profile not found\`.`,
+    tag: 'Profiles',
+    security: 'admin',
+    requestBody: {
+      schema: Type.Object(
+        { ...Object.fromEntries(ERASABLE_IDENTIFIER_TYPES.map((t) => [t, Type.Optional(Type.String({ minLength: 1, maxLength: Limits.identifierMaxLength }))])), reason: Type.Optional(Type.String({ maxLength: 1000 })) },
+        { additionalProperties: true },
+      ),
+      contentTypes: ['application/json'],
+      examples: [example('email', 'By email', { email: 'ann@example.com', reason: 'Data subject request #4411' })],
+    },
+    responses: {
+      202: ok('Recorded; carried out asynchronously', ErasureFoundSchema, [example('pending', 'Recorded', erasureExample)]),
+      409: erasureConflict,
+      ...erasureErrors(
+        [NO_PROFILE],
+        [
+          ...ERASE_BODY_ERRORS,
+          ['identifier', 'None, or more than one, of the identifiers', Messages.erasureIdentifierRequired],
+          ['email', 'Not an email address', Messages.erasureIdentifierInvalid('email')],
+          ['phone', 'Not a phone number', Messages.erasureIdentifierInvalid('phone')],
+          ['user_id', 'Not a string of 1 to 200 characters', Messages.erasureIdentifierInvalid('user_id')],
+        ],
+      ),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1-profiles/{id}/erase',
+    operationId: 'getErasure',
+    summary: 'An erasure request and its status (pending, done, failed)',
+    tag: 'Profiles',
+    security: 'admin',
+    parameters: [{ name: 'id', in: 'path', required: true, description: 'The erasure’s id (as answered), or the profile’s UUID or canonical_id (also once erased)', schema: Type.String({ minLength: 1 }) }],
+    responses: {
+      200: ok('The request; `done` once every identity store is erased and the tombstone is queued', ErasureFoundSchema, [
+        example('done', 'Carried out', { ...erasureExample, erasure: { ...erasureExample.erasure, status: 'done', completed_at: at, profiles_erased: 2 } }),
+      ]),
+      ...withoutBadRequest(erasureErrors([['erasure', 'Unknown or other-organisation erasure request', Messages.erasureNotFound]], [])),
+    },
+  },
+);
 
 const operations: Operation[] = [
   {

@@ -11,7 +11,7 @@ import {
   type RunningHttpServer,
 } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
-import { identityMigrations } from '@svc/identity';
+import { identityMigrations, privacyMigrations } from '@svc/identity';
 import { processBatch } from '@svc/identity-resolver';
 import { consentMigrations } from './migrations';
 import type { ConsentPublisher } from './publisher';
@@ -29,7 +29,7 @@ describeWithPostgres('consent API on PostgreSQL', () => {
   let orgId = '';
 
   beforeAll(async () => {
-    t = await createTestDatabase([accountsMigrations, rateLimitMigrations, busMigrations, identityMigrations, consentMigrations]);
+    t = await createTestDatabase([accountsMigrations, rateLimitMigrations, busMigrations, identityMigrations, privacyMigrations, consentMigrations]);
     bus = createPostgresLogBus({ db: t.db, url: t.url });
     await bus.ensureTopics([topics.consentDecisions]);
     const logger = createLogger({ name: 'consent-test', level: 'silent' });

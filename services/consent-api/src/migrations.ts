@@ -40,5 +40,31 @@ export const consentMigrations: MigrationSet = {
       create trigger records_append_only before update or delete on consent.records
         for each row execute function consent.refuse_rewrite();
     `),
+    // Erasure (profiles.erased): a person's records keep only that a decision existed. The subject
+    // (anonymous_id, user_id) and the client's details (IP, user agent) are cleared, redacted_at and
+    // the erasure's id set; the purposes, their values, the source, the times and the key that wrote
+    // it stay. That redaction is the one other change the trigger allows, once per record.
+    sqlMigration('0002_erasure_redaction', `
+      alter table consent.records alter column anonymous_id drop not null;
+      alter table consent.records add column redacted_at timestamptz, add column erasure_id uuid;
+      alter table consent.records add constraint records_subject_unless_redacted check (anonymous_id is not null or redacted_at is not null);
+
+      create or replace function consent.refuse_rewrite() returns trigger language plpgsql as $$
+      declare
+        cleared constant text[] := array['anonymous_id', 'user_id', 'client_ip', 'user_agent', 'redacted_at', 'erasure_id', 'published_at'];
+      begin
+        if tg_op = 'UPDATE' and old.published_at is null and new.published_at is not null
+           and (to_jsonb(old) - 'published_at') = (to_jsonb(new) - 'published_at') then
+          return new; -- marking a record published
+        end if;
+        if tg_op = 'UPDATE' and old.redacted_at is null and new.redacted_at is not null and new.erasure_id is not null
+           and new.anonymous_id is null and new.user_id is null and new.client_ip is null and new.user_agent is null
+           and new.published_at is not null and (old.published_at is null or new.published_at = old.published_at)
+           and (to_jsonb(old) - cleared) = (to_jsonb(new) - cleared) then
+          return new; -- the erasure's redaction (an unpublished record is never published afterwards)
+        end if;
+        raise exception 'consent records are append-only';
+      end $$;
+    `),
   ],
 };

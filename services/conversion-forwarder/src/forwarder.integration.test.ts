@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createPostgresLogBus, prefixedTopics, type PostgresLogBus } from '@svc/bus';
 import type { InboundEvent, RawEventEnvelope } from '@svc/contracts';
 import { conversionsMigrations, qualifyingConversionNames } from '@svc/conversions';
-import { identityMigrations } from '@svc/identity';
+import { identityMigrations, privacyMigrations } from '@svc/identity';
 import { startResolver, type RunningResolver } from '@svc/identity-resolver';
 import { AccountsStore, accountsMigrations, createMetrics } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, testLogger, type TestDatabase } from '@svc/testkit';
@@ -44,7 +44,7 @@ describeWithPostgres('conversion forwarder', () => {
     });
 
   beforeAll(async () => {
-    t = await createTestDatabase([accountsMigrations, busMigrations, identityMigrations, conversionsMigrations]);
+    t = await createTestDatabase([accountsMigrations, busMigrations, identityMigrations, privacyMigrations, conversionsMigrations]);
     bus = createPostgresLogBus({ db: t.db, url: t.url, pollFallbackMs: 100, heartbeatMs: 200, sessionTimeoutMs: 2_000 });
     await bus.ensureTopics(Object.values(topics));
     resolver = await startResolver({

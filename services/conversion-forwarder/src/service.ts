@@ -21,6 +21,7 @@ export async function buildForwarder(
     db,
     bus,
     candidatesTopic: prefixedTopics(config.TOPIC_PREFIX).conversionsCandidates,
+    erasedTopic: prefixedTopics(config.TOPIC_PREFIX).profilesErased,
     secretKey,
     logger,
     metrics: forwarderMetrics(metrics),

@@ -1,8 +1,9 @@
 import type { Bus } from '@svc/bus';
-import type { ConversionCandidate, TopicSpec } from '@svc/contracts';
+import type { ConversionCandidate, ProfileErased, TopicSpec } from '@svc/contracts';
 import type { Db, Logger } from '@svc/runtime';
 import { ConnectorStore, type Connector } from './connectors';
 import { createCandidateHandler } from './consumer';
+import { createErasureHandler } from './erasure';
 import { DeliveryWorker, type RetryPolicy } from './delivery';
 import type { ForwarderMetrics } from './metrics';
 import { createPlatformClient } from './platforms';
@@ -13,6 +14,8 @@ export interface StartForwarderOptions {
   db: Db;
   bus: Bus;
   candidatesTopic: TopicSpec;
+  /** profiles.erased: the tombstones the forwarder erases its own rows by (not consumed when absent). */
+  erasedTopic?: TopicSpec;
   /** CONNECTOR_SECRET_KEY, parsed (secrets.ts). */
   secretKey: Buffer;
   logger: Logger;
@@ -45,7 +48,7 @@ export async function startForwarder(o: StartForwarderOptions): Promise<RunningF
     ...(o.pollIntervalMs === undefined ? {} : { pollIntervalMs: o.pollIntervalMs }),
     ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
   });
-  await o.bus.ensureTopics([o.candidatesTopic]);
+  await o.bus.ensureTopics([o.candidatesTopic, ...(o.erasedTopic ? [o.erasedTopic] : [])]);
   worker.start();
   try {
     const subscription = await o.bus.subscribe<ConversionCandidate>({
@@ -60,9 +63,17 @@ export async function startForwarder(o: StartForwarderOptions): Promise<RunningF
         onQueued: () => worker.wake(),
       }),
     });
+    const erasures = o.erasedTopic
+      ? await o.bus.subscribe<ProfileErased>({
+          groupId: `${o.groupId ?? 'conversion-forwarder'}-erasure`,
+          topics: [o.erasedTopic],
+          handler: createErasureHandler({ db: o.db, logger: o.logger }),
+        })
+      : undefined;
     return {
       worker,
       async stop() {
+        await erasures?.stop();
         await subscription.stop();
         await worker.stop();
       },

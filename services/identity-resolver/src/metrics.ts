@@ -8,6 +8,15 @@ export function resolverMetrics({ registry }: Metrics) {
       help: 'Raw events handled, by outcome: stored (new), duplicate (already stored), dead_lettered',
       labelNames: ['outcome'] as const,
     }),
+    eventsSuppressed: defineCounter(registry, {
+      name: 'resolver_events_suppressed_total',
+      help: 'Raw events dropped before storing because they carry an erased (suppressed) identifier',
+    }),
+    erasures: defineCounter(registry, {
+      name: 'resolver_erasures_total',
+      help: 'Erasure requests carried out, by outcome: done, failed',
+      labelNames: ['outcome'] as const,
+    }),
     merges: defineCounter(registry, {
       name: 'resolver_merges_total',
       help: 'Profiles merged into another, by reason',

@@ -4,6 +4,7 @@ import { compileStoredEngagementRules, type MergeReason } from '@svc/identity';
 import * as sql from './batch-sql';
 import { buildGraphs, contactsNeeded, distinctEvents, freshEvents, identityLockKeys, outputMessages, planBatch, profilesToRescore, qualifyingConversions, usageOf } from './plan';
 import type { PreparedEvent } from './prepare';
+import { withoutSuppressed } from './suppression';
 
 /**
  * One batch, one transaction: lock every identity the batch touches, skip
@@ -35,6 +36,8 @@ export interface BatchOptions {
 export interface BatchOutcome {
   stored: number;
   duplicates: number;
+  /** Events dropped because they carry an erased person's identifier (privacy.suppressions). */
+  suppressed: number;
   profilesCreated: number;
   merges: MergeReason[];
   /** Organisations whose stored engagement rules fail the check (their events scored nothing): to report. */
@@ -45,7 +48,7 @@ const ACTOR = 'identity-resolver';
 
 export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope[], options: BatchOptions = {}): Promise<BatchOutcome> {
   const { events, repeats } = distinctEvents(envelopes, options.defaultPhoneCountryCode);
-  const outcome: BatchOutcome = { stored: 0, duplicates: repeats, profilesCreated: 0, merges: [], invalidEngagementRules: [] };
+  const outcome: BatchOutcome = { stored: 0, duplicates: repeats, suppressed: 0, profilesCreated: 0, merges: [], invalidEngagementRules: [] };
   if (events.length === 0) return outcome;
 
   // The organisations' conversion names come from outside this transaction (the caller's function):
@@ -53,9 +56,12 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   const conversionNames = options.replay ? undefined : lookUpConversionNames(events, options);
 
   if (!options.replay) await sql.lockIdentities(trx, identityLockKeys(events));
-  const state = await sql.readBatchState(trx, events);
-  const fresh = freshEvents(events, state);
-  outcome.duplicates += events.length - fresh.length;
+  const allowed = await withoutSuppressed(trx, events);
+  outcome.suppressed = events.length - allowed.length;
+  if (allowed.length === 0) return outcome;
+  const state = await sql.readBatchState(trx, allowed);
+  const fresh = freshEvents(allowed, state);
+  outcome.duplicates += allowed.length - fresh.length;
   if (fresh.length === 0) return outcome;
 
   const graphs = buildGraphs(fresh, state.signals, (await sql.loadSurvivors(trx, state.profiles)).values());

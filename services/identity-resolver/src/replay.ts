@@ -40,6 +40,8 @@ export interface ReplayReport {
   events: number;
   /** Events that failed alone (the live resolver dead-lettered them too). */
   skipped: number;
+  /** Events left out because they carry an erased person's identifier (privacy.suppressions). */
+  suppressed: number;
   profiles: number;
   adminMerges: number;
 }
@@ -55,14 +57,15 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
 
     let events = 0;
     let skipped = 0;
+    let suppressed = 0;
     const options: BatchOptions = { ...o.batch, replay: true };
     await o.source(async (envelopes) => {
       try {
-        await trx.transaction((sp) => processBatch(sp, envelopes, options));
+        suppressed += (await trx.transaction((sp) => processBatch(sp, envelopes, options))).suppressed;
       } catch {
         // One event is bad: resolve them one by one and leave the bad ones out, as the live resolver did.
         for (const envelope of envelopes) {
-          await trx.transaction((sp) => processBatch(sp, [envelope], options)).catch((err: unknown) => {
+          await trx.transaction((sp) => processBatch(sp, [envelope], options)).then((r) => (suppressed += r.suppressed), (err: unknown) => {
             skipped++;
             o.logger.warn({ err, messageId: envelope.event.messageId }, 'replay: event left out');
           });
@@ -79,7 +82,7 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
     // Outputs describe new facts; a replay restates old ones, so nothing is published.
     await trx.raw('truncate identity.outbox');
     const { rows } = await trx.raw<{ rows: Array<{ n: string }> }>('select count(*) as n from identity.profiles where merged_into is null');
-    return { previousSchema, events, skipped, profiles: Number(rows[0]!.n), adminMerges };
+    return { previousSchema, events, skipped, suppressed, profiles: Number(rows[0]!.n), adminMerges };
   });
 }
 

@@ -141,6 +141,7 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
       m.batchSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
       m.events.inc({ outcome: 'stored' }, outcome.stored);
       m.events.inc({ outcome: 'duplicate' }, outcome.duplicates);
+      m.eventsSuppressed.inc(outcome.suppressed);
       m.profilesCreated.inc(outcome.profilesCreated);
       for (const reason of outcome.merges) m.merges.inc({ reason });
     }

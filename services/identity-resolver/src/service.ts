@@ -19,10 +19,12 @@ export async function buildResolver(
   if (consumers < config.RESOLVER_CONSUMERS) {
     logger.warn({ consumers, RESOLVER_CONSUMERS: config.RESOLVER_CONSUMERS, poolMax }, 'resolver: the connection pool is too small for RESOLVER_CONSUMERS; running fewer consumers');
   }
+  const topics = prefixedTopics(config.TOPIC_PREFIX);
   const resolver = await startResolver({
     db,
     bus,
-    topics: prefixedTopics(config.TOPIC_PREFIX),
+    topics,
+    erasureRequests: topics.erasureRequests,
     logger,
     metrics: resolverMetrics(metrics),
     groupId: config.RESOLVER_GROUP_ID,

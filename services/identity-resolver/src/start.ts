@@ -1,5 +1,7 @@
 import { deadLetterTopicFor, type Bus } from '@svc/bus';
+import type { TopicSpec } from '@svc/contracts';
 import type { Db, Logger } from '@svc/runtime';
+import { createErasureHandler } from './erasure';
 import { type ResolverMetrics } from './metrics';
 import { OutboxRelay } from './outbox';
 import { type BatchOptions } from './process-batch';
@@ -42,6 +44,12 @@ export interface StartResolverOptions {
    */
   consumers?: number;
   batch?: BatchOptions;
+  /**
+   * profiles.erasure-requests: when given, one more member (in the group
+   * `<groupId>-erasure`) carries erasures out (erasure.ts). The service
+   * always gives it; tests of the batch path need not.
+   */
+  erasureRequests?: TopicSpec;
   /** Outbox relay settings. */
   relay?: { batchSize?: number; intervalMs?: number };
   /** Passed to the handler; see ResolverDeps. */
@@ -69,6 +77,8 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     topics.eventsResolved,
     topics.profilesChanges,
     topics.conversionsCandidates,
+    topics.profilesErased,
+    ...(o.erasureRequests ? [o.erasureRequests] : []),
   ]);
   const relay = new OutboxRelay({
     db: o.db,
@@ -108,6 +118,19 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
       }),
     ),
   );
+  // Erasure requests: one member (they are rare), in a group of their own.
+  if (o.erasureRequests) {
+    joined.push(
+      ...(await Promise.allSettled([
+        o.bus.subscribe({
+          groupId: `${o.groupId ?? 'identity-resolver'}-erasure`,
+          topics: [o.erasureRequests],
+          handler: createErasureHandler({ db: o.db, logger: o.logger, ...(o.metrics ? { metrics: o.metrics } : {}), onCommitted: () => relay.wake() }),
+          maxBatchSize: 20,
+        }),
+      ])),
+    );
+  }
   const subscriptions = joined.flatMap((j) => (j.status === 'fulfilled' ? [j.value] : []));
   const stopAll = async () => {
     await Promise.all(subscriptions.map((s) => s.stop()));

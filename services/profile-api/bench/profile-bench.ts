@@ -5,7 +5,7 @@ import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import path from 'node:path';
 import { conversionsMigrations } from '@svc/conversions';
-import { identityMigrations } from '@svc/identity';
+import { identityMigrations, privacyMigrations } from '@svc/identity';
 import {
   AccountsStore,
   accountsMigrations,
@@ -95,7 +95,7 @@ async function main(): Promise<void> {
   const db = createDb({ url, poolMax: POOL, applicationName: 'profile-bench' });
   let server: Awaited<ReturnType<typeof serveHttp>> | undefined;
   try {
-    await runMigrations(db, [accountsMigrations, rateLimitMigrations, conversionsMigrations, identityMigrations]);
+    await runMigrations(db, [accountsMigrations, rateLimitMigrations, conversionsMigrations, identityMigrations, privacyMigrations]);
     const accounts = new AccountsStore(db);
     // BENCH_DATA_DIR keeps the cluster: a second run finds the organisation seeded and skips the seed.
     const existing = (await db('accounts.organizations').where({ name: 'bench' }).first('id')) as { id: string } | undefined;

@@ -1,5 +1,9 @@
 import type { Router } from 'express';
+import type { Bus } from '@svc/bus';
+import type { TopicSpec } from '@svc/contracts';
+import { findErasure, requestErasure } from '@svc/identity';
 import { AccountsStore, PostgresRateLimiter, type Db, type Logger } from '@svc/runtime';
+import { ErasurePublisher } from './erasure-publisher';
 import { CursorCodec } from './cursor';
 import { mountProfiles } from './routes';
 import { ProfileStore } from './store';
@@ -17,14 +21,18 @@ export interface ProfileApiWiring {
   cursorSecret?: string | undefined;
   /** PHONE_DEFAULT_COUNTRY_CODE: a searched phone is normalised as the resolver normalised the stored ones. */
   defaultPhoneCountryCode?: string;
+  /** The log and profiles.erasure-requests: with them, the erasure routes are mounted. */
+  erasures?: { bus: Pick<Bus, 'produce'>; topic: TopicSpec };
 }
 
-/** Builds the Profiles API's real dependencies and mounts `/v1-profiles` on `router`. */
-export function mountProfileApi(router: Router, w: ProfileApiWiring): void {
+/** Builds the Profiles API's real dependencies and mounts `/v1-profiles` on `router`; returns the erasure publisher to stop at shutdown. */
+export function mountProfileApi(router: Router, w: ProfileApiWiring): ErasurePublisher | undefined {
   const cursors = new CursorCodec(w.cursorSecret);
   if (cursors.ephemeral) {
     w.logger.warn('CURSOR_SECRET is not set: events cursors are signed with a per-process random key and stop working across restarts and replicas');
   }
+  const publisher = w.erasures ? new ErasurePublisher(w.db, w.erasures.bus, w.erasures.topic, w.logger) : undefined;
+  publisher?.start();
   mountProfiles(router, {
     keys: new AccountsStore(w.db),
     rateLimiter: new PostgresRateLimiter(w.db),
@@ -32,5 +40,18 @@ export function mountProfileApi(router: Router, w: ProfileApiWiring): void {
     cursors,
     trustedProxies: w.trustedProxies,
     logger: w.logger,
+    ...(publisher
+      ? {
+          erasures: {
+            erasures: {
+              request: (input) => requestErasure(w.db, { ...input, ...(w.defaultPhoneCountryCode ? { defaultPhoneCountryCode: w.defaultPhoneCountryCode } : {}) }),
+              get: (orgId, id) => findErasure(w.db, orgId, id),
+            },
+            published: () => void publisher.publish(),
+            ...(w.defaultPhoneCountryCode ? { defaultPhoneCountryCode: w.defaultPhoneCountryCode } : {}),
+          },
+        }
+      : {}),
   });
+  return publisher;
 }

@@ -15,6 +15,7 @@ import {
   type RateLimiter,
 } from '@svc/runtime';
 import type { CursorCodec } from './cursor';
+import { mountErasureRoutes, type ErasureRoutesDeps } from './erasure-routes';
 import { ProfileLimits, ProfileMessages } from './messages';
 import { parseEventsParams, parseListParams, parseSearchParams } from './params';
 import type { MergeResult, ProfileStore } from './store';
@@ -26,6 +27,8 @@ export interface ProfileRoutesDeps {
   cursors: CursorCodec;
   trustedProxies: readonly string[];
   logger: Logger;
+  /** The erasure routes (erasure-routes.ts); absent: not mounted. */
+  erasures?: Pick<ErasureRoutesDeps, 'erasures' | 'published' | 'defaultPhoneCountryCode'>;
 }
 
 const BODY_LIMIT = Limits.smallBodyBytes;
@@ -47,6 +50,7 @@ export const RateBuckets = {
  *   GET  /:id/events        events            a merged-away id stands for its survivor
  *   GET  /:id/identities    identities
  *   POST /merge             admin merge (admin key)
+ *   POST /:id/erase, POST /erase, GET /:id/erase   erasure (admin key; erasure-routes.ts)
  *   anything else           404 `Not found`
  *
  * Every route: Content-Length over 256 KiB → 413 first; then authentication;
@@ -67,6 +71,8 @@ export function mountProfiles(router: Router, deps: ProfileRoutesDeps): void {
   const idOf = (req: Request) => String(req.params.id ?? '');
 
   r.use(rejectOversizedContentLength(BODY_LIMIT, HINT));
+  // Before `/:id`, which would take `erase` for a profile id.
+  if (deps.erasures) mountErasureRoutes(r, { ...deps, ...deps.erasures });
 
   r.get('/', async (req, res) => {
     const key = await read(req);
@@ -108,8 +114,8 @@ export function mountProfiles(router: Router, deps: ProfileRoutesDeps): void {
     });
   });
 
-  // `merge` and `search` are not profile ids: any other method on them is an unmatched route.
-  r.all(['/merge', '/search'], notFound());
+  // `merge`, `search` and `erase` are not profile ids: any other method on them is an unmatched route.
+  r.all(['/merge', '/search', '/erase'], notFound());
 
   r.get('/:id', async (req, res) => {
     const key = await read(req);

@@ -1,21 +1,28 @@
+import { prefixedTopics } from '@svc/bus';
 import type { ConfigValues } from '@svc/runtime';
 import type { BuiltService, ServiceConfig, ServiceContext, ServiceDefinition } from '@svc/service';
 import { profileApiOwnConfigSpec } from './config';
 import { mountProfileApi } from './routes-setup';
 
-/** The Profiles API's part of a process: /v1-profiles. */
-export async function buildProfileApi({ config, db, logger }: ServiceContext<ServiceConfig & ConfigValues<typeof profileApiOwnConfigSpec>>): Promise<BuiltService> {
+/** The Profiles API's part of a process: /v1-profiles, and the publisher of the erasure requests it records (stopped before the bus). */
+export async function buildProfileApi({ config, db, bus, logger, lifecycle }: ServiceContext<ServiceConfig & ConfigValues<typeof profileApiOwnConfigSpec>>): Promise<BuiltService> {
+  const erasureTopic = prefixedTopics(config.TOPIC_PREFIX).erasureRequests;
+  await bus.ensureTopics([erasureTopic]);
+  let publisher: ReturnType<typeof mountProfileApi>;
+  lifecycle.registerFirst('erasure-publisher', () => publisher?.stop());
   return {
-    mount: (router) =>
-      mountProfileApi(router, {
+    mount: (router) => {
+      publisher = mountProfileApi(router, {
         db,
         logger,
         trustedProxies: config.TRUSTED_PROXIES,
         cursorSecret: config.CURSOR_SECRET,
         defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
-      }),
+        erasures: { bus, topic: erasureTopic },
+      });
+    },
   };
 }
 
-/** The Profiles API as its own deployment (migrations: the migrate job); may point at a read replica. */
+/** The Profiles API as its own deployment (migrations: the migrate job). It writes (admin merges, erasure requests), so it needs the primary. */
 export const profileApiService: ServiceDefinition<typeof profileApiOwnConfigSpec> = { name: 'profile-api', configSpec: profileApiOwnConfigSpec, build: buildProfileApi };

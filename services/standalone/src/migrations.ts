@@ -1,7 +1,7 @@
 import { busMigrations } from '@svc/bus';
 import { consentMigrations } from '@svc/consent-api';
 import { conversionsMigrations } from '@svc/conversions';
-import { identityMigrations } from '@svc/identity';
+import { identityMigrations, privacyMigrations } from '@svc/identity';
 import { accountsMigrations, rateLimitMigrations, type MigrationSet } from '@svc/runtime';
 
 /**
@@ -9,4 +9,4 @@ import { accountsMigrations, rateLimitMigrations, type MigrationSet } from '@svc
  * before `identity`: its 0002 takes over the exhausted-click marks that
  * identity 0005 then drops.
  */
-export const allMigrations: readonly MigrationSet[] = [accountsMigrations, rateLimitMigrations, busMigrations, conversionsMigrations, identityMigrations, consentMigrations];
+export const allMigrations: readonly MigrationSet[] = [accountsMigrations, rateLimitMigrations, busMigrations, conversionsMigrations, identityMigrations, privacyMigrations, consentMigrations];

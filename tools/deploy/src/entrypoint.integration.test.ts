@@ -109,6 +109,8 @@ describeWithPostgres('entrypoint on PostgreSQL', () => {
       { topic: 'pgtopics.events.raw', partitions: 8 },
       { topic: 'pgtopics.events.resolved', partitions: 8 },
       { topic: 'pgtopics.profiles.changes', partitions: 4 },
+      { topic: 'pgtopics.profiles.erased', partitions: 4 },
+      { topic: 'pgtopics.profiles.erasure-requests', partitions: 4 },
     ]);
   });
 
@@ -147,6 +149,6 @@ describeWithKafka('entrypoint topics on Kafka', () => {
       await admin.disconnect();
     }
     const subjects = (await (await fetch(`${registryUrl}/subjects`)).json()) as string[];
-    expect(subjects).toEqual(expect.arrayContaining([`${prefix}events.raw-value`, `${prefix}consent.decisions-value`]));
+    expect(subjects).toEqual(expect.arrayContaining([`${prefix}events.raw-value`, `${prefix}consent.decisions-value`, `${prefix}profiles.erased-value`, `${prefix}profiles.erasure-requests-value`]));
   });
 });

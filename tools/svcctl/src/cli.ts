@@ -3,6 +3,7 @@ import { UsageError, Verbatim, type Command, type Values } from './command';
 import { accountCommands } from './commands/accounts';
 import { connectorCommands } from './commands/connectors';
 import { dlqCommands } from './commands/dlq';
+import { erasureCommands } from './commands/erasure';
 import { replayCommands } from './commands/replay';
 import { ruleCommands } from './commands/rules';
 
@@ -14,6 +15,7 @@ const COMMANDS: Record<string, Command> = {
   ...ruleCommands,
   ...replayCommands,
   ...dlqCommands,
+  ...erasureCommands,
 };
 
 /** Usage lines of every command, for `help` and for usage errors. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createBus, partitionFor, prefixedTopics, type Bus } from '@svc/bus';
 import type { RawEventEnvelope } from '@svc/contracts';
-import { identityMigrations } from '@svc/identity';
+import { identityMigrations, privacyMigrations } from '@svc/identity';
 import { startResolver, type RunningResolver } from '@svc/identity-resolver';
 import { AccountsStore, accountsMigrations, type Db } from '@svc/runtime';
 import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, testLogger, type TestDatabase } from '@svc/testkit';
@@ -28,7 +28,7 @@ function dlqSuite(tier: 'postgres-log' | 'kafka'): void {
   let broken = true;
 
   beforeAll(async () => {
-    t = await createTestDatabase([accountsMigrations, busMigrations, identityMigrations]);
+    t = await createTestDatabase([accountsMigrations, busMigrations, identityMigrations, privacyMigrations]);
     bus = await createBus(
       { KAFKA_BROKERS: kafka?.brokers ?? [], SCHEMA_REGISTRY_URL: kafka?.registryUrl, TOPIC_PREFIX: prefix, BUS_RETENTION_HOURS: 168 },
       { db: t.db, databaseUrl: t.url, logger: testLogger('svcctl-dlq') },

@@ -5,7 +5,7 @@ import { AccountsStore, accountsMigrations, createDb, createMetrics, type Db, ty
 import { createTestDatabase, rawEnvelope, testLogger, type TestDatabase } from '@svc/testkit';
 import { resolverMetrics, type ResolverMetrics } from '../metrics';
 import type { EventRow as PlannedEventRow } from '../plan';
-import { identityMigrations } from '@svc/identity';
+import { identityMigrations, privacyMigrations } from '@svc/identity';
 import { startResolver, type RunningResolver, type StartResolverOptions } from '../start';
 
 /**
@@ -30,7 +30,7 @@ export class Harness {
   }
 
   async setUp(): Promise<void> {
-    this.t = await createTestDatabase([accountsMigrations, busMigrations, identityMigrations]);
+    this.t = await createTestDatabase([accountsMigrations, busMigrations, identityMigrations, privacyMigrations]);
     this.accounts = new AccountsStore(this.t.db);
     this.bus = this.newBus();
     await this.bus.ensureTopics(Object.values(this.topics));

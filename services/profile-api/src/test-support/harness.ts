@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { InboundEvent, RawEventEnvelope } from '@svc/contracts';
 import { conversionsMigrations } from '@svc/conversions';
-import { identityMigrations, inTransactionWithRetry } from '@svc/identity';
+import { identityMigrations, privacyMigrations, inTransactionWithRetry } from '@svc/identity';
 import { processBatch } from '@svc/identity-resolver';
 import {
   AccountsStore,
@@ -58,7 +58,7 @@ export class ProfileApiHarness {
   }
 
   async setUp(): Promise<void> {
-    this.t = await createTestDatabase([accountsMigrations, rateLimitMigrations, conversionsMigrations, identityMigrations]);
+    this.t = await createTestDatabase([accountsMigrations, rateLimitMigrations, conversionsMigrations, identityMigrations, privacyMigrations]);
     this.accounts = new AccountsStore(this.t.db);
     const logger = testLogger('profile-api-test');
     this.server = await serveHttp({

@@ -1,0 +1,89 @@
+import { sqlMigration, type MigrationSet } from '@svc/runtime';
+
+/**
+ * The `privacy` schema: erasure requests, their outcomes, the suppression
+ * list and the audit trail. It lives outside `identity` on purpose: a replay
+ * renames `identity` aside and rebuilds it from the raw log, and what is
+ * here must survive that (a replay must never resurrect an erased person).
+ *
+ * Writers (each table one; all through this library's privacy port):
+ * - erasure_requests: whoever records a request (the Profiles API's erase
+ *   routes, `svcctl erase`), through `requestErasure`; published_at by the
+ *   same port's publisher.
+ * - erasure_outcomes, suppressions: the identity resolver, which carries the
+ *   erasure out (`eraseProfile`); `svcctl unsuppress` lifts a suppression
+ *   through `unsuppress`.
+ * - audit_log: append-only (a trigger refuses updates and deletes); a row
+ *   per request, outcome and suppression change, written in the same
+ *   transaction as the change it records. It never holds an erased value:
+ *   profile ids, identifier types and hashes, counts.
+ */
+export const privacyMigrations: MigrationSet = {
+  schema: 'privacy',
+  migrations: [
+    sqlMigration('0001_erasure', `
+      create table privacy.erasure_requests (
+        id uuid primary key,
+        org_id uuid not null,
+        -- How the request named the person: profile (id or canonical_id), user_id, anonymous_id, email, phone.
+        target_kind text not null check (target_kind in ('profile', 'user_id', 'anonymous_id', 'email', 'phone')),
+        -- For an identifier: its suppression hash, never the value.
+        target_hash text,
+        -- The live profile the request named when it was recorded.
+        profile_id uuid not null,
+        canonical_id text not null,
+        scope text[] not null,
+        -- Who: admin-key:<key id>, or svcctl:<operator>.
+        actor text not null,
+        reason text,
+        requested_at timestamptz not null default clock_timestamp(),
+        -- Set once the request is on profiles.erasure-requests.
+        published_at timestamptz
+      );
+      create index erasure_requests_by_profile on privacy.erasure_requests (org_id, profile_id);
+      create index erasure_requests_by_canonical on privacy.erasure_requests (org_id, canonical_id);
+      create index erasure_requests_unpublished on privacy.erasure_requests (requested_at) where published_at is null;
+
+      create table privacy.erasure_outcomes (
+        erasure_id uuid primary key references privacy.erasure_requests (id),
+        org_id uuid not null,
+        status text not null check (status in ('done', 'failed')),
+        failure_reason text,
+        -- Every profile erased: the survivor and the profiles merged into it.
+        profile_ids uuid[] not null default '{}',
+        -- Rows removed, per table.
+        counts jsonb not null default '{}',
+        completed_at timestamptz not null default clock_timestamp()
+      );
+      create index erasure_outcomes_profiles on privacy.erasure_outcomes using gin (profile_ids);
+
+      -- Erased identifiers, hashed per organisation (identifierHash): events carrying one are dropped.
+      create table privacy.suppressions (
+        org_id uuid not null,
+        identifier_type text not null check (identifier_type in ('user_id', 'email', 'phone', 'anonymous_id')),
+        identifier_hash text not null,
+        erasure_id uuid references privacy.erasure_requests (id),
+        suppressed_at timestamptz not null default clock_timestamp(),
+        primary key (org_id, identifier_type, identifier_hash)
+      );
+
+      create table privacy.audit_log (
+        id bigint generated always as identity primary key,
+        org_id uuid not null,
+        at timestamptz not null default clock_timestamp(),
+        actor text not null,
+        action text not null check (action in ('erasure_requested', 'erasure_done', 'erasure_failed', 'suppressed', 'unsuppressed')),
+        erasure_id uuid,
+        -- No erased value ever: ids, identifier types and hashes, counts, reasons.
+        details jsonb not null default '{}'
+      );
+      create index audit_log_by_org on privacy.audit_log (org_id, id);
+      create function privacy.refuse_rewrite() returns trigger language plpgsql as $$
+      begin
+        raise exception 'the privacy audit log is append-only';
+      end $$;
+      create trigger audit_log_append_only before update or delete on privacy.audit_log
+        for each row execute function privacy.refuse_rewrite();
+    `),
+  ],
+};
