@@ -13,7 +13,7 @@ export const Limits = {
     profilesReadPerOrgIp: 60,
     profilesMergePerOrgIp: 10,
     consentPerOrgIp: 60,
-    /** Additive: the erasure routes' own bucket (POST /v1-profiles/:id/erase, /erase, GET /erasures/:id). */
+    /** Additive: the erasure routes' own bucket (POST /v1-profiles/:id/erase, /erase, GET /:id/erase). */
     profilesErasePerOrgIp: 10,
   },
   profileList: { defaultLimit: 50, maxLimit: 100 },

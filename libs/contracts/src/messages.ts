@@ -60,7 +60,7 @@ export const Messages = {
   erasureReasonInvalid: 'Invalid request: reason must be a string of at most 1000 characters',
   /** Additive, 409: an erasure of this profile (or identifier) was requested before; the body names it. */
   erasureAlreadyRequested: 'Erasure already requested for this profile',
-  /** Additive, 404 of GET /v1-profiles/erasures/:id. */
+  /** Additive, 404 of GET /v1-profiles/:id/erase. */
   erasureNotFound: 'Erasure request not found',
   /** 403 for a valid key of the wrong type; names the type(s) the operation needs. */
   insufficientPermissions: (required: RequiredKeyType) =>

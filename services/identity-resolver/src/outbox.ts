@@ -26,38 +26,49 @@ interface OutboxRow {
   event_id: string | null;
 }
 
-/** The event columns the relay reads with an events.resolved row (null when the event is gone). */
-interface EventColumns {
-  e_org_id: string | null;
-  e_message_id: string;
-  e_profile_id: string;
-  e_event_name: string;
-  e_event_timestamp: Date;
-  e_received_at: Date;
-  e_properties: Record<string, unknown>;
-  e_context: Record<string, unknown>;
-  e_resolution_method: string;
+/** A stored event as the relay reads it for an events.resolved row whose event it was not told of. */
+interface EventRow {
+  id: string;
+  org_id: string;
+  message_id: string;
+  profile_id: string;
+  event_name: string;
+  event_timestamp: Date;
+  received_at: Date;
+  properties: Record<string, unknown>;
+  context: Record<string, unknown>;
+  resolution_method: string;
 }
 
-/** The message of an outbox row; for events.resolved, built from the event as it is now (undefined when it is gone). */
-function messageOf(row: OutboxRow & EventColumns): OutgoingMessage | undefined {
-  if (row.topic !== 'eventsResolved') return { key: row.message_key ?? '', value: row.payload };
-  if (!row.event_id || row.e_org_id === null) return undefined;
-  const value: ResolvedEvent = {
+function resolvedEventOf(row: EventRow): ResolvedEvent {
+  return {
     v: 1,
-    orgId: row.e_org_id,
-    eventId: row.event_id,
-    messageId: row.e_message_id,
-    profileId: row.e_profile_id,
-    eventName: row.e_event_name,
-    eventTimestamp: row.e_event_timestamp.toISOString(),
-    properties: row.e_properties,
-    context: row.e_context,
-    resolutionMethod: row.e_resolution_method,
-    receivedAt: row.e_received_at.toISOString(),
+    orgId: row.org_id,
+    eventId: row.id,
+    messageId: row.message_id,
+    profileId: row.profile_id,
+    eventName: row.event_name,
+    eventTimestamp: row.event_timestamp.toISOString(),
+    properties: row.properties,
+    context: row.context,
+    resolutionMethod: row.resolution_method,
+    receivedAt: row.received_at.toISOString(),
   };
-  return { key: row.e_profile_id, value };
 }
+
+/** The message of an outbox row (undefined for an events.resolved row whose event is gone). */
+function messageOf(row: OutboxRow, events: ReadonlyMap<string, ResolvedEvent>): OutgoingMessage | undefined {
+  if (row.topic !== 'eventsResolved') return { key: row.message_key ?? '', value: row.payload };
+  const event = row.event_id ? events.get(row.event_id) : undefined;
+  return event && { key: event.profileId, value: event };
+}
+
+/**
+ * How many committed events the relay keeps in memory until it has relayed
+ * them (seconds of load); beyond it the oldest are forgotten, and read back
+ * from identity.events when their rows come up.
+ */
+const REMEMBERED_EVENTS = 10_000;
 
 /** The bus refused a produce call because a payload does not match the topic's schema (duck-typed: errors may cross realms in tests). */
 const isSchemaViolation = (err: unknown): boolean =>
@@ -80,6 +91,13 @@ const RELAY_LOCK = namedLockKey('identity.outbox relay');
 /** Produces outbox rows through the bus, one relay at a time across every process. */
 export class OutboxRelay {
   private readonly batchSize: number;
+  /**
+   * The events.resolved messages of what this process committed, by event
+   * id, until relayed: the relay need not read each event (about 1 KB of
+   * JSON) back from the database it was just written to. An event another
+   * process committed, or one forgotten, is read back as before.
+   */
+  private readonly committed = new Map<string, ResolvedEvent>();
   private readonly intervalMs: number;
   private stopped = true;
   private loop: Promise<void> | undefined;
@@ -95,6 +113,15 @@ export class OutboxRelay {
     if (this.loop) return;
     this.stopped = false;
     this.loop = this.run();
+  }
+
+  /** Events this process has just committed (their outbox rows name them): relayed from memory. */
+  remember(events: readonly ResolvedEvent[]): void {
+    for (const e of events) this.committed.set(e.eventId, e);
+    for (const id of this.committed.keys()) {
+      if (this.committed.size <= REMEMBERED_EVENTS) break;
+      this.committed.delete(id);
+    }
   }
 
   /** Something was written: look now rather than at the next poll. */
@@ -127,22 +154,15 @@ export class OutboxRelay {
         rows: Array<{ ok: boolean }>;
       };
       if (!lock[0]?.ok) return -1;
-      // The rows, and for events.resolved the events they name, in one statement.
-      const { rows } = (await trx.raw(
-        `select o.id, o.topic, o.message_key, o.payload, o.event_id,
-                e.org_id as e_org_id, e.message_id as e_message_id, e.profile_id as e_profile_id, e.event_name as e_event_name,
-                e.event_timestamp as e_event_timestamp, e.received_at as e_received_at, e.properties as e_properties,
-                e.context as e_context, e.resolution_method as e_resolution_method
-         from (select id, topic, message_key, payload, event_id from identity.outbox order by id limit ?) o
-         left join identity.events e on e.id = o.event_id
-         order by o.id`,
-        [this.batchSize],
-      )) as { rows: Array<OutboxRow & EventColumns> };
+      const { rows } = (await trx.raw('select id, topic, message_key, payload, event_id from identity.outbox order by id limit ?', [this.batchSize])) as {
+        rows: OutboxRow[];
+      };
       if (rows.length === 0) return 0;
+      const events = await this.resolvedEvents(trx, rows);
       const done: number[] = [];
       const byTopic = new Map<OutboxTopic, Array<{ row: OutboxRow; message: OutgoingMessage }>>();
       for (const row of rows) {
-        const message = messageOf(row);
+        const message = messageOf(row, events);
         if (!message) {
           this.o.logger.warn({ outboxId: row.id, eventId: row.event_id }, 'outbox relay: the event is gone; dropping its row');
           done.push(row.id);
@@ -186,10 +206,35 @@ export class OutboxRelay {
         });
       }
       if (done.length > 0) await trx.raw('delete from identity.outbox where id = any(?::bigint[])', [done]);
+      for (const row of rows) if (row.event_id) this.committed.delete(row.event_id);
       this.o.metrics?.outboxRelayed.inc(done.length);
       if (failed && done.length === 0) throw failed;
       return done.length;
     });
+  }
+
+  /**
+   * The events.resolved message of every such row: from memory when this
+   * process committed the event, else read back (absent when the event is gone).
+   */
+  private async resolvedEvents(trx: Db, rows: readonly OutboxRow[]): Promise<ReadonlyMap<string, ResolvedEvent>> {
+    const found = new Map<string, ResolvedEvent>();
+    const unknown: string[] = [];
+    for (const row of rows) {
+      if (row.topic !== 'eventsResolved' || !row.event_id) continue;
+      const event = this.committed.get(row.event_id);
+      if (event) found.set(row.event_id, event);
+      else unknown.push(row.event_id);
+    }
+    if (unknown.length > 0) {
+      const { rows: stored } = (await trx.raw(
+        `select id, org_id, message_id, profile_id, event_name, event_timestamp, received_at, properties, context, resolution_method
+         from identity.events where id = any(?::uuid[])`,
+        [unknown],
+      )) as { rows: EventRow[] };
+      for (const e of stored) found.set(e.id, resolvedEventOf(e));
+    }
+    return found;
   }
 
   /** Parks a message its topic's schema refuses; true once the DLQ has it. */

@@ -1,4 +1,4 @@
-import { qualifiesAsConversion, type RawEventEnvelope } from '@svc/contracts';
+import { qualifiesAsConversion, type RawEventEnvelope, type ResolvedEvent } from '@svc/contracts';
 import {
   SIGNAL_CONFIDENCE,
   combineEngagement,
@@ -454,6 +454,23 @@ export function qualifyingConversions(fresh: readonly PreparedEvent[], profileOf
 /** The conversions whose event lacks an email or a phone: their profiles' known contact details are read. */
 export function contactsNeeded(qualifying: Qualifying): Array<{ orgId: string; profileId: string }> {
   return qualifying.filter(({ e }) => e.identity.email === null || e.identity.phone === null).map(({ e, profileId }) => ({ orgId: e.orgId, profileId }));
+}
+
+/** The events.resolved message of each event the batch stores (the relay sends it from memory once committed). */
+export function resolvedEvents(effects: Pick<Effects, 'events'>): ResolvedEvent[] {
+  return effects.events.map((e) => ({
+    v: 1,
+    orgId: e.org_id,
+    eventId: e.id,
+    messageId: e.message_id,
+    profileId: e.profile_id,
+    eventName: e.event_name,
+    eventTimestamp: e.event_timestamp,
+    properties: e.properties,
+    context: e.context,
+    resolutionMethod: e.resolution_method,
+    receivedAt: e.received_at,
+  }));
 }
 
 /** Events per (organisation, month of receipt): the usage the batch adds. */

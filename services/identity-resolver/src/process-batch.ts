@@ -1,8 +1,8 @@
-import type { RawEventEnvelope } from '@svc/contracts';
+import type { RawEventEnvelope, ResolvedEvent } from '@svc/contracts';
 import type { Db } from '@svc/runtime';
 import { compileStoredEngagementRules, type MergeReason } from '@svc/identity';
 import * as sql from './batch-sql';
-import { buildGraphs, contactsNeeded, distinctEvents, freshEvents, identityLockKeys, outputMessages, planBatch, profilesToRescore, qualifyingConversions, usageOf } from './plan';
+import { buildGraphs, contactsNeeded, distinctEvents, freshEvents, identityLockKeys, outputMessages, planBatch, profilesToRescore, qualifyingConversions, resolvedEvents, usageOf } from './plan';
 import type { PreparedEvent } from './prepare';
 import { withoutSuppressed } from './suppression';
 
@@ -42,13 +42,15 @@ export interface BatchOutcome {
   merges: MergeReason[];
   /** Organisations whose stored engagement rules fail the check (their events scored nothing): to report. */
   invalidEngagementRules: string[];
+  /** The events.resolved messages of the stored events (their outbox rows name them), for the relay once committed. */
+  resolved: ResolvedEvent[];
 }
 
 const ACTOR = 'identity-resolver';
 
 export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope[], options: BatchOptions = {}): Promise<BatchOutcome> {
   const { events, repeats } = distinctEvents(envelopes, options.defaultPhoneCountryCode);
-  const outcome: BatchOutcome = { stored: 0, duplicates: repeats, suppressed: 0, profilesCreated: 0, merges: [], invalidEngagementRules: [] };
+  const outcome: BatchOutcome = { stored: 0, duplicates: repeats, suppressed: 0, profilesCreated: 0, merges: [], invalidEngagementRules: [], resolved: [] };
   if (events.length === 0) return outcome;
 
   // The organisations' conversion names come from outside this transaction (the caller's function):
@@ -81,6 +83,7 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   if (options.replay) return outcome;
 
   await sql.addUsageAndOutputs(trx, usageOf(fresh), outputMessages(plan, fresh, qualifying, contacts, options.defaultPhoneCountryCode));
+  outcome.resolved = resolvedEvents(plan.effects);
   return outcome;
 }
 

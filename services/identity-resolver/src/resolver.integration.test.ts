@@ -342,6 +342,29 @@ describeWithPostgres('identity resolver on PostgreSQL and the Postgres-backed lo
   });
 
   describe('outbox relay', () => {
+    it('relays an event it committed from memory exactly as one it reads back from the database', async () => {
+      const org = await h.org();
+      const event = h.envelope(org, {
+        type: 'track',
+        event: 'checkout',
+        anonymousId: 'mem-1',
+        timestamp: minutesAgo(2),
+        properties: { total: 12.5, items: [{ sku: 'a', qty: 2 }], note: 'ünïcode ✓' },
+        context: { page: { url: 'https://shop.test/c' }, campaign: { source: 'news', gclid: 'g-1' } },
+      });
+      await h.ingest([event]);
+      const ofEvent = () => resolved.filter((m) => m.value.messageId === event.event.messageId);
+      await h.waitFor('the event relayed from memory', () => ofEvent().length === 1);
+      // The same event's row again: the relay has forgotten it once relayed, so it reads it back.
+      const [stored] = await h.events(org);
+      await h.db.raw(`insert into identity.outbox (topic, event_id) values ('eventsResolved', ?)`, [stored!.id]);
+      await h.waitFor('the event relayed from the database', () => ofEvent().length === 2);
+      const [fromMemory, fromDatabase] = ofEvent();
+      expect(fromMemory!.key).toBe(fromDatabase!.key);
+      expect(fromMemory!.value).toEqual(fromDatabase!.value);
+      expect(fromDatabase!.value).toMatchObject({ eventId: stored!.id, eventName: 'checkout', properties: { total: 12.5, note: 'ünïcode ✓' } });
+    });
+
     it("parks a message its topic's schema refuses on that topic's DLQ, with the reason, and relays the rest", async () => {
       const org = await h.org();
       const parked = await h.collect(deadLetterTopicFor(h.topics.profilesChanges));
@@ -386,6 +409,8 @@ describeWithPostgres('identity resolver: only an event proven bad is dead-letter
   let dlq: Array<IncomingMessage<Record<string, unknown>>>;
   /** A stand-in for a bug of the resolver's own: the connector look-up throws while `broken` is set. */
   let broken = true;
+  /** The same bug, gone after this many more look-ups (one per transaction attempt). */
+  let failingLookUps = 0;
   let resolver: Awaited<ReturnType<Harness['startResolver']>>;
 
   beforeAll(async () => {
@@ -394,8 +419,9 @@ describeWithPostgres('identity resolver: only an event proven bad is dead-letter
       poisonAttempts: 1,
       batch: {
         conversionNames: async () => {
-          if (broken) throw new TypeError("Cannot read properties of undefined (reading 'names')");
-          return null;
+          if (failingLookUps > 0) failingLookUps--;
+          else if (!broken) return null;
+          throw new TypeError("Cannot read properties of undefined (reading 'names')");
         },
       },
     });
@@ -417,6 +443,18 @@ describeWithPostgres('identity resolver: only an event proven bad is dead-letter
     await h.waitForStored(org, events.map((e) => e.event.messageId), 60_000);
     expect(dlq).toEqual([]);
     expect(await resolver.stalls.readinessCheck()).toBe('ok');
+  });
+
+  it('a fault gone by the time of the proof costs nothing: the event gets one more attempt after its proof, and is stored', async () => {
+    broken = false;
+    const org = await h.org();
+    // The bug fails the batch and the event's attempt alone, then is gone: the probe passes.
+    failingLookUps = 2;
+    const event = h.envelope(org, { type: 'page', anonymousId: 'gone-bug', timestamp: minutesAgo(1) });
+    await h.produce([event]);
+    await h.waitForStored(org, [event.event.messageId]);
+    expect(failingLookUps).toBe(0);
+    expect(dlq.filter((m) => (m.value as unknown as RawEventEnvelope).orgId === org)).toEqual([]);
   });
 
   it('a lone poison event is dead-lettered at once: a minimal event of its organisation passes, so the event is to blame', async () => {

@@ -8,7 +8,7 @@ import {
   type IncomingMessage,
   type MessageBatch,
 } from '@svc/bus';
-import type { RawEventEnvelope, TopicSpec } from '@svc/contracts';
+import type { RawEventEnvelope, ResolvedEvent, TopicSpec } from '@svc/contracts';
 import { DEGRADED, type Db, type Logger } from '@svc/runtime';
 import { classifyFailure, inTransactionWithRetry, type FailureKind, type OutputTopics } from '@svc/identity';
 import type { ResolverMetrics } from './metrics';
@@ -29,8 +29,8 @@ export interface ResolverDeps {
   transactionAttempts?: number;
   /** Attempts of one event alone, after its batch failed on the data, before it is dead-lettered (default 3). */
   poisonAttempts?: number;
-  /** Called after each committed transaction (the outbox relay's wake-up). */
-  onCommitted?: () => void;
+  /** Called after each committed transaction with its events.resolved messages (the outbox relay's memory and wake-up). */
+  onCommitted?: (resolved: readonly ResolvedEvent[]) => void;
   /** Where batches failing without proof of bad data are counted (readiness reads it); one per process. */
   stalls?: StallWatch;
 }
@@ -132,7 +132,7 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
       },
     });
     if (stalls.stalled > 0) for (const m of messages) stalls.settled(keyOf(m));
-    deps.onCommitted?.();
+    deps.onCommitted?.(outcome.resolved);
     if (outcome.invalidEngagementRules.length > 0) {
       deps.logger.warn({ orgIds: outcome.invalidEngagementRules }, 'resolver: stored engagement rules fail the check; their events scored no points (svcctl rules set fixes them)');
     }
@@ -228,7 +228,17 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
       if (!batchMatePassed && !(await probePasses(failed[0].value.orgId))) unproven.push(failed);
     }
     if (unproven.length > 0) return { kind: 'unproven', events: unproven };
-    return { kind: 'dead-letter', events: failedAlone };
+    // The proof came after the events' own attempts. A fault that was gone by then (a bug of ours that a
+    // deploy fixed, a dependency back) must not cost them: each gets one more attempt now, and only an
+    // event that still fails after its proof is to blame.
+    const guilty: typeof failedAlone = [];
+    for (const [m] of failedAlone) {
+      const again = await attempt([m]);
+      if (again.ok) continue;
+      if (again.kind !== 'data') return { kind: 'retry', cause: again.cause };
+      guilty.push([m, again.cause]);
+    }
+    return guilty.length > 0 ? { kind: 'dead-letter', events: guilty } : { kind: 'stored' };
   };
 
   const handle = async (messages: ReadonlyArray<IncomingMessage<RawEventEnvelope>>): Promise<void> => {

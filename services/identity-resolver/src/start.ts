@@ -101,7 +101,10 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     maxEventsPerTransaction: maxBatchSize,
     ...(o.transactionAttempts === undefined ? {} : { transactionAttempts: o.transactionAttempts }),
     ...(o.poisonAttempts === undefined ? {} : { poisonAttempts: o.poisonAttempts }),
-    onCommitted: () => relay.wake(),
+    onCommitted: (resolved) => {
+      relay.remember(resolved);
+      relay.wake();
+    },
     stalls,
   });
   const consumers = o.consumers ?? 1;
