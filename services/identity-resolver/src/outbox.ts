@@ -3,6 +3,7 @@ import { Topics, firstSchemaError, type ResolvedEvent } from '@svc/contracts';
 import type { Db, Logger } from '@svc/runtime';
 import { namedLockKey, type OutboxTopic, type OutputTopics } from '@svc/identity';
 import { type ResolverMetrics } from './metrics';
+import { resolvedEventOf, type ResolvedEventRow } from './plan';
 
 /**
  * The transactional outbox. Whatever the resolver (or an admin merge) wants
@@ -24,36 +25,6 @@ interface OutboxRow {
   message_key: string | null;
   payload: unknown;
   event_id: string | null;
-}
-
-/** A stored event as the relay reads it for an events.resolved row whose event it was not told of. */
-interface EventRow {
-  id: string;
-  org_id: string;
-  message_id: string;
-  profile_id: string;
-  event_name: string;
-  event_timestamp: Date;
-  received_at: Date;
-  properties: Record<string, unknown>;
-  context: Record<string, unknown>;
-  resolution_method: string;
-}
-
-function resolvedEventOf(row: EventRow): ResolvedEvent {
-  return {
-    v: 1,
-    orgId: row.org_id,
-    eventId: row.id,
-    messageId: row.message_id,
-    profileId: row.profile_id,
-    eventName: row.event_name,
-    eventTimestamp: row.event_timestamp.toISOString(),
-    properties: row.properties,
-    context: row.context,
-    resolutionMethod: row.resolution_method,
-    receivedAt: row.received_at.toISOString(),
-  };
 }
 
 /** The message of an outbox row (undefined for an events.resolved row whose event is gone). */
@@ -231,7 +202,7 @@ export class OutboxRelay {
         `select id, org_id, message_id, profile_id, event_name, event_timestamp, received_at, properties, context, resolution_method
          from identity.events where id = any(?::uuid[])`,
         [unknown],
-      )) as { rows: EventRow[] };
+      )) as { rows: ResolvedEventRow[] };
       for (const e of stored) found.set(e.id, resolvedEventOf(e));
     }
     return found;

@@ -456,21 +456,42 @@ export function contactsNeeded(qualifying: Qualifying): Array<{ orgId: string; p
   return qualifying.filter(({ e }) => e.identity.email === null || e.identity.phone === null).map(({ e, profileId }) => ({ orgId: e.orgId, profileId }));
 }
 
+/** An identity.events row as the relay reads it back, or as a batch plans it (timestamps as ISO text). */
+export interface ResolvedEventRow {
+  id: string;
+  org_id: string;
+  message_id: string;
+  profile_id: string;
+  event_name: string;
+  event_timestamp: Date | string;
+  received_at: Date | string;
+  properties: Record<string, unknown>;
+  context: Record<string, unknown>;
+  resolution_method: string;
+}
+
+const isoOf = (t: Date | string): string => (typeof t === 'string' ? t : t.toISOString());
+
+/** The one events.resolved message of a stored event. */
+export function resolvedEventOf(row: ResolvedEventRow): ResolvedEvent {
+  return {
+    v: 1,
+    orgId: row.org_id,
+    eventId: row.id,
+    messageId: row.message_id,
+    profileId: row.profile_id,
+    eventName: row.event_name,
+    eventTimestamp: isoOf(row.event_timestamp),
+    properties: row.properties,
+    context: row.context,
+    resolutionMethod: row.resolution_method,
+    receivedAt: isoOf(row.received_at),
+  };
+}
+
 /** The events.resolved message of each event the batch stores (the relay sends it from memory once committed). */
 export function resolvedEvents(effects: Pick<Effects, 'events'>): ResolvedEvent[] {
-  return effects.events.map((e) => ({
-    v: 1,
-    orgId: e.org_id,
-    eventId: e.id,
-    messageId: e.message_id,
-    profileId: e.profile_id,
-    eventName: e.event_name,
-    eventTimestamp: e.event_timestamp,
-    properties: e.properties,
-    context: e.context,
-    resolutionMethod: e.resolution_method,
-    receivedAt: e.received_at,
-  }));
+  return effects.events.map(resolvedEventOf);
 }
 
 /** Events per (organisation, month of receipt): the usage the batch adds. */
