@@ -1,5 +1,7 @@
 /** Helpers both bus adapters use; nothing here knows Kafka or PostgreSQL. */
 
+import type { GatherOptions } from './port';
+
 /** What the adapter logs through; a pino logger fits. */
 export interface BusLogger {
   debug(obj: object, msg?: string): void;
@@ -33,13 +35,17 @@ export function backoffMs(failures: number, capMs = 5_000): number {
 /** The longest a subscription may let a batch gather (it also delays how soon a pause or stop takes effect). */
 export const MAX_GATHER_WAIT_MS = 5_000;
 
-/** A subscription's gather option, checked (both adapters take it the same way); undefined when not asked for. */
-export function checkedGather(gather: { minBytes: number; maxWaitMs: number } | undefined): { minBytes: number; maxWaitMs: number } | undefined {
+/**
+ * A subscription's gather option, checked (both adapters take it the same
+ * way); undefined when there is nothing to gather for: none asked, or no
+ * wait (a Kafka fetch that may not wait would poll in a loop).
+ */
+export function checkedGather(gather: GatherOptions | undefined): GatherOptions | undefined {
   if (gather === undefined) return undefined;
   const { minBytes, maxWaitMs } = gather;
   if (!Number.isInteger(minBytes) || minBytes < 1) throw new RangeError(`subscribe: invalid gather.minBytes ${minBytes}`);
   if (!Number.isInteger(maxWaitMs) || maxWaitMs < 0 || maxWaitMs > MAX_GATHER_WAIT_MS) {
     throw new RangeError(`subscribe: invalid gather.maxWaitMs ${maxWaitMs} (0 to ${MAX_GATHER_WAIT_MS})`);
   }
-  return { minBytes, maxWaitMs };
+  return maxWaitMs === 0 ? undefined : { minBytes, maxWaitMs };
 }

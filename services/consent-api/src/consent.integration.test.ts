@@ -14,7 +14,7 @@ import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@sv
 import { identityMigrations, privacyMigrations } from '@svc/identity';
 import { processBatch } from '@svc/identity-resolver';
 import { consentMigrations } from './migrations';
-import type { ConsentPublisher } from './publisher';
+import type { RepeatingDrain } from '@svc/runtime';
 import { mountConsentApi } from './routes-setup';
 import { documentedFetch } from '@svc/openapi';
 
@@ -22,7 +22,7 @@ describeWithPostgres('consent API on PostgreSQL', () => {
   let t: TestDatabase;
   let bus: Bus;
   let server: RunningHttpServer;
-  let publisher: ConsentPublisher;
+  let publisher: RepeatingDrain;
   let url: string;
   const topics = prefixedTopics(`consent${Date.now()}.`);
   const keys: Record<'write' | 'read' | 'admin' | 'otherRead', string> = { write: '', read: '', admin: '', otherRead: '' };

@@ -1,8 +1,8 @@
 import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
-import { AccountsStore, PostgresRateLimiter, type Db, type Logger } from '@svc/runtime';
-import { ConsentPublisher } from './publisher';
+import { AccountsStore, PostgresRateLimiter, RepeatingDrain, type Db, type Logger } from '@svc/runtime';
+import { publishDecisions } from './publisher';
 import { mountConsent } from './routes';
 import { ConsentStore } from './store';
 
@@ -15,9 +15,9 @@ export interface ConsentWiring {
 }
 
 /** Builds the consent API's real dependencies and mounts its routes; returns the publisher to stop at shutdown. */
-export function mountConsentApi(router: Router, w: ConsentWiring): ConsentPublisher {
+export function mountConsentApi(router: Router, w: ConsentWiring): RepeatingDrain {
   const store = new ConsentStore(w.db);
-  const publisher = new ConsentPublisher(store, w.bus, w.decisionsTopic, w.logger);
+  const publisher = new RepeatingDrain(() => publishDecisions(store, w.bus, w.decisionsTopic), w.logger, 'consent decisions not published yet; will retry');
   publisher.start();
   mountConsent(router, {
     keys: new AccountsStore(w.db),

@@ -10,15 +10,16 @@ import {
   sendJson,
   type KeyVerifier,
   type RateLimiter,
+  type RepeatingDrain,
 } from '@svc/runtime';
-import type { ConsentPublisher } from './publisher';
 import type { ConsentStore, HistoryCursor, StoredRecord, Subject } from './store';
 
 export interface ConsentDeps {
   keys: KeyVerifier;
   rateLimiter: RateLimiter;
   store: ConsentStore;
-  publisher: Pick<ConsentPublisher, 'publishPending'>;
+  /** Publishes what is recorded (coalescing calls, never throwing). */
+  publisher: Pick<RepeatingDrain, 'run'>;
   trustedProxies: readonly string[];
 }
 
@@ -45,7 +46,7 @@ export function mountConsent(router: Router, deps: ConsentDeps): void {
       clientIp: ip,
       userAgent: req.headers['user-agent'] ?? null,
     });
-    void deps.publisher.publishPending();
+    void deps.publisher.run();
     sendJson(res, 200, { success: true, id: record.id, received_at: record.received_at });
   });
 

@@ -1,14 +1,14 @@
 import { prefixedTopics } from '@svc/bus';
+import type { RepeatingDrain } from '@svc/runtime';
 import type { BuiltService, ServiceContext, ServiceDefinition } from '@svc/service';
 import { createConsentErasureHandler } from './erasure';
-import type { ConsentPublisher } from './publisher';
 import { mountConsentApi } from './routes-setup';
 
 /** The consent API's part of a process: its topic, its publisher and its tombstone consumer (stopped before the bus), and /v1-consent. */
 export async function buildConsentApi({ config, db, bus, logger, lifecycle }: ServiceContext): Promise<BuiltService> {
   const topics = prefixedTopics(config.TOPIC_PREFIX);
   await bus.ensureTopics([topics.consentDecisions, topics.profilesErased]);
-  let publisher: ConsentPublisher | undefined;
+  let publisher: RepeatingDrain | undefined;
   lifecycle.registerFirst('consent-publisher', () => publisher?.stop());
   // Tombstones: an erased person's decisions are redacted (erasure.ts).
   const erasures = await bus.subscribe({ groupId: 'consent-api-erasure', topics: [topics.profilesErased], handler: createConsentErasureHandler({ db, logger }) });

@@ -1,9 +1,8 @@
 import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
-import { findErasure, requestErasure } from '@svc/identity';
-import { AccountsStore, PostgresRateLimiter, type Db, type Logger } from '@svc/runtime';
-import { ErasurePublisher } from './erasure-publisher';
+import { findErasure, publishPendingErasures, requestErasure } from '@svc/identity';
+import { AccountsStore, PostgresRateLimiter, RepeatingDrain, type Db, type Logger } from '@svc/runtime';
 import { CursorCodec } from './cursor';
 import { mountProfiles } from './routes';
 import { ProfileStore } from './store';
@@ -26,12 +25,16 @@ export interface ProfileApiWiring {
 }
 
 /** Builds the Profiles API's real dependencies and mounts `/v1-profiles` on `router`; returns the erasure publisher to stop at shutdown. */
-export function mountProfileApi(router: Router, w: ProfileApiWiring): ErasurePublisher | undefined {
+export function mountProfileApi(router: Router, w: ProfileApiWiring): RepeatingDrain | undefined {
   const cursors = new CursorCodec(w.cursorSecret);
   if (cursors.ephemeral) {
     w.logger.warn('CURSOR_SECRET is not set: events cursors are signed with a per-process random key and stop working across restarts and replicas');
   }
-  const publisher = w.erasures ? new ErasurePublisher(w.db, w.erasures.bus, w.erasures.topic, w.logger) : undefined;
+  // privacy.erasure_requests is its own outbox, as consent records are: published at once after a request, and retried.
+  const erasures = w.erasures;
+  const publisher = erasures
+    ? new RepeatingDrain(() => publishPendingErasures(w.db, erasures.bus, erasures.topic), w.logger, 'erasure requests not published yet; will retry')
+    : undefined;
   publisher?.start();
   mountProfiles(router, {
     keys: new AccountsStore(w.db),
@@ -47,7 +50,7 @@ export function mountProfileApi(router: Router, w: ProfileApiWiring): ErasurePub
               request: (input) => requestErasure(w.db, { ...input, ...(w.defaultPhoneCountryCode ? { defaultPhoneCountryCode: w.defaultPhoneCountryCode } : {}) }),
               get: (orgId, id) => findErasure(w.db, orgId, id),
             },
-            published: () => void publisher.publish(),
+            published: () => void publisher.run(),
             ...(w.defaultPhoneCountryCode ? { defaultPhoneCountryCode: w.defaultPhoneCountryCode } : {}),
           },
         }

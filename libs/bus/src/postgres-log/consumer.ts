@@ -221,8 +221,8 @@ export class PostgresLogConsumer implements Subscription, Wakeable {
    * read at once; a stop, pause, resume or rebalance ends the wait early.
    */
   private async gather(): Promise<void> {
-    const wait = this.s.gather?.maxWaitMs ?? 0;
-    if (wait === 0 || this.stopping || this.rebalanceDue) return;
+    const wait = this.s.gather?.maxWaitMs;
+    if (wait === undefined || this.stopping || this.rebalanceDue) return;
     this.gathering = true;
     try {
       // Notifications that came while the last batch was handled are what we wait to gather.

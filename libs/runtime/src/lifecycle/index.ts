@@ -1,4 +1,5 @@
 export { DEFAULT_STEP_TIMEOUT_MS, Lifecycle } from './lifecycle';
+export { RepeatingDrain } from './drain';
 export type {
   LifecycleOptions,
   ShutdownReport,
