@@ -138,9 +138,10 @@ export class TopicManager {
 
 /** What a broker answers about a partition it has not taken up yet (a topic created or grown moments ago). */
 const NOT_SERVED_YET = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER']);
-const SERVED_WITHIN_MS = 15_000;
+export const SERVED_WITHIN_MS = 15_000;
 
-function notServedYet(err: unknown): boolean {
+/** True when the broker says (maybe wrapped by kafkajs's retrier) that it has not taken up a partition yet. */
+export function notServedYet(err: unknown): boolean {
   // kafkajs's retrier may wrap the broker's error.
   for (let e = err as { type?: unknown; originalError?: unknown; cause?: unknown } | undefined; e; e = (e.originalError ?? e.cause) as typeof e) {
     if (typeof e.type === 'string' && NOT_SERVED_YET.has(e.type)) return true;

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { runMigrations } from '@svc/runtime';
 import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, type TestDatabase } from '@svc/testkit';
 import { allMigrations } from '../migrations';
-import { DEPLOYED_SERVICES, startServiceProcess, type ServiceProcess } from '../test-support/service-processes';
+import { DEPLOYED_SERVICES, startServiceProcesses, type ServiceProcess } from '../test-support/service-processes';
 import { DASHBOARDS_DIR, RULES_FILE, dashboardExpressions, exportedNames, ruleExpressions, unexportedMetrics } from '../test-support/observability-files';
 
 function scrapeSuite(tier: 'postgres-log' | 'kafka'): void {
@@ -27,7 +27,7 @@ function scrapeSuite(tier: 'postgres-log' | 'kafka'): void {
       DATABASE_URL: database.url,
       ...(kafka ? { KAFKA_BROKERS: kafka.brokers.join(','), SCHEMA_REGISTRY_URL: kafka.registryUrl, TOPIC_PREFIX: `scrape${randomBytes(4).toString('hex')}.` } : {}),
     };
-    services = await Promise.all(DEPLOYED_SERVICES.map((service) => startServiceProcess(service, env)));
+    services = await startServiceProcesses(DEPLOYED_SERVICES, env);
   }, 120_000);
   afterAll(async () => {
     await Promise.all(services.map((s) => s.stop()));

@@ -54,3 +54,17 @@ export async function startServiceProcess(service: DeployedService, env: Record<
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
+
+/**
+ * Starts every one of `services`; if any fails to, stops those that did
+ * before rethrowing, so a failed start leaves no process behind to keep the
+ * test runner alive.
+ */
+export async function startServiceProcesses(services: readonly DeployedService[], env: Record<string, string>): Promise<ServiceProcess[]> {
+  const started = await Promise.allSettled(services.map((service) => startServiceProcess(service, env)));
+  const running = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (!failed) return running;
+  await Promise.all(running.map((s) => s.stop()));
+  throw failed.reason;
+}
