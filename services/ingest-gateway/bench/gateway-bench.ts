@@ -49,6 +49,9 @@ const benchConfigSpec = {
   BENCH_GATEWAY_NODE_ARGS: env.string({ description: 'Extra node options for the gateway (e.g. V8 heap settings to compare)', default: '' }),
   BENCH_CPU_PROF: env.optionalString({ description: 'Directory the gateway writes a V8 CPU profile into on exit' }),
   BENCH_WATCH_PIDS: env.list({ description: "Other processes whose CPU to report (e.g. the broker's and the registry's)", default: [] }),
+  BENCH_PEER_URL: env.optionalString({ description: "A peer gateway's batch URL (e.g. rudder-server's /v1/batch): each step is run against it too, right after ours, with the same load" }),
+  BENCH_PEER_AUTH: env.string({ description: "The peer's Authorization header value", default: '' }),
+  BENCH_PEER_PID: env.int({ description: "The peer gateway's pid, whose CPU is counted as ours is (0: not counted)", default: 0, min: 0 }),
   KAFKA_BROKERS: env.optionalString({ description: 'The Kafka tier is measured when this and SCHEMA_REGISTRY_URL are set' }),
   SCHEMA_REGISTRY_URL: env.optionalString({ description: 'The schema registry of the Kafka tier' }),
 };
@@ -78,8 +81,10 @@ async function main(): Promise<void> {
     const sections: string[] = [];
     for (const tier of tiers) {
       for (const replicas of REPLICAS) {
-        const results = await benchTier(db, pg.url, tier.env, replicas);
-        sections.push(table(`${tier.name}, ${replicas === 1 ? 'one gateway process' : `${replicas} gateway replicas`}`, results));
+        const { ours, peer } = await benchTier(db, pg.url, tier.env, replicas);
+        const name = `${tier.name}, ${replicas === 1 ? 'one gateway process' : `${replicas} gateway replicas`}`;
+        sections.push(table(name, ours));
+        if (peer.length > 0) sections.push(peerTable(name, ours, peer));
       }
     }
     const stamp = `_Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` (services/ingest-gateway), ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB; ${STEP_MS / 1000} s per step._\n\n`;
@@ -108,7 +113,7 @@ interface StepResult extends LoadResult {
   stolenCores: number;
 }
 
-async function benchTier(db: Db, databaseUrl: string, env: Record<string, string>, replicas: number): Promise<StepResult[]> {
+async function benchTier(db: Db, databaseUrl: string, env: Record<string, string>, replicas: number): Promise<{ ours: StepResult[]; peer: StepResult[] }> {
   const nodeArgs = knobs.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${knobs.BENCH_CPU_PROF}`] : [];
   nodeArgs.push(...knobs.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean));
   const topicPrefix = `bench${Date.now()}.`;
@@ -121,28 +126,32 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
     });
     gateways.push({ child, port });
   }
-  const gatewayCpu = () => gateways.reduce((sum, g) => sum + cpuSeconds(g.child.pid), 0);
+  const oursCpu = () => gateways.reduce((sum, g) => sum + cpuSeconds(g.child.pid), 0);
   try {
     for (const g of gateways) await waitReady(`http://127.0.0.1:${g.port}`, g.child);
     const accounts = new AccountsStore(db);
     const runId = randomBytes(4).toString('hex');
-    const step = async (label: string, concurrency: number, durationMs: number): Promise<StepResult> => {
+    const peerUrl = knobs.BENCH_PEER_URL;
+    const step = async (label: string, concurrency: number, durationMs: number, target: 'ours' | 'peer' = 'ours'): Promise<StepResult> => {
       const keys: string[] = [];
-      for (let i = 0; i < ORGS_PER_STEP; i++) {
+      for (let i = 0; target === 'ours' && i < ORGS_PER_STEP; i++) {
         const org = await accounts.createOrganization({ name: `bench-${runId}-${label}-${i}` });
         keys.push((await accounts.createApiKey({ orgId: org.id, type: 'write' })).key);
       }
+      const gatewayCpu = target === 'ours' ? oursCpu : () => (knobs.BENCH_PEER_PID ? cpuSeconds(knobs.BENCH_PEER_PID) : 0);
       const cpu0 = gatewayCpu();
       const watched0 = WATCH_PIDS.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
       const own0 = process.cpuUsage();
       const machine0 = machineSeconds();
       const load = await runLoad({
-        urls: gateways.map((g) => `http://127.0.0.1:${g.port}/functions/v1/v1-batch`),
-        keys,
+        urls: target === 'ours' ? gateways.map((g) => `http://127.0.0.1:${g.port}/functions/v1/v1-batch`) : [peerUrl!],
+        keys: target === 'ours' ? keys : ['peer'],
         sourceIps: SOURCE_IPS,
         concurrency,
         durationMs,
-        body: (seq) => batchBody(seq, `${runId}${label}`),
+        body: (seq) => batchBody(seq, `${runId}${label}${target}`),
+        // The peer answers a whole batch with `ok`.
+        ...(target === 'peer' ? { authorization: () => knobs.BENCH_PEER_AUTH, accepted: () => 100 } : {}),
       });
       const own = process.cpuUsage(own0);
       const cpu = gatewayCpu() - cpu0;
@@ -158,8 +167,16 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
       };
     };
     if (knobs.BENCH_WARMUP_MS > 0) await step('w', CONCURRENCY[0] ?? 4, knobs.BENCH_WARMUP_MS);
+    if (knobs.BENCH_WARMUP_MS > 0 && peerUrl) await step('w', CONCURRENCY[0] ?? 4, knobs.BENCH_WARMUP_MS, 'peer');
     const results: StepResult[] = [];
+    const peer: StepResult[] = [];
     for (const concurrency of CONCURRENCY) {
+      if (peerUrl) {
+        // Interleaved: the peer's step at this concurrency right after ours, in the same minutes.
+        const p = await step(`c${concurrency}`, concurrency, STEP_MS, 'peer');
+        console.error(`peer, concurrency ${concurrency}: ${Math.round(p.eventsPerSecond)} events/s, p50 ${p.p50Ms.toFixed(1)} ms, p99 ${p.p99Ms.toFixed(1)} ms, non-200 ${p.non200}, ${p.gatewayCpuUsPerEvent.toFixed(1)} µs CPU/event (${p.gatewayCores.toFixed(2)} cores)`);
+        peer.push(p);
+      }
       const r = await step(`c${concurrency}`, concurrency, STEP_MS);
       console.error(
         `replicas ${replicas}, concurrency ${concurrency}: ${Math.round(r.eventsPerSecond)} events/s, p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, ` +
@@ -168,7 +185,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
       );
       results.push(r);
     }
-    return results;
+    return { ours: results, peer };
   } finally {
     await stopAll(gateways.map((g) => g.child));
   }
@@ -185,6 +202,25 @@ function table(tier: string, results: StepResult[]): string {
     '',
     '| concurrency | requests | events/s accepted | p50 ms | p99 ms | non-200 | gateway CPU µs/event | gateway cores busy | cores stolen by the hypervisor | load avg (1 min) |',
     '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}
+
+/** Ours against the peer, step by step (the peer's step ran just before ours, with the same load). */
+function peerTable(tier: string, ours: StepResult[], peer: StepResult[]): string {
+  const rows = ours.map((o, i) => {
+    const p = peer[i]!;
+    return (
+      `| ${o.concurrency} | ${Math.round(o.eventsPerSecond).toLocaleString('en')} | ${Math.round(p.eventsPerSecond).toLocaleString('en')} | ${(o.eventsPerSecond / p.eventsPerSecond).toFixed(2)} | ` +
+      `${o.p99Ms.toFixed(1)} | ${p.p99Ms.toFixed(1)} | ${o.gatewayCpuUsPerEvent.toFixed(0)} | ${p.gatewayCpuUsPerEvent.toFixed(0)} | ${o.non200} / ${p.non200} |`
+    );
+  });
+  return [
+    `#### ${tier}: against the peer`,
+    '',
+    '| concurrency | ours events/s | peer events/s | ratio | ours p99 ms | peer p99 ms | ours CPU µs/event | peer CPU µs/event | non-200 ours / peer |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');

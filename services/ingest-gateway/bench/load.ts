@@ -23,6 +23,10 @@ export interface LoadOptions {
   durationMs: number;
   /** A request body: a full batch of ~1 KB events with fresh messageIds. */
   body: (seq: number) => string;
+  /** The Authorization header for a key (default `Bearer <key>`; a peer may want Basic). */
+  authorization?: (key: string) => string;
+  /** Events a 200 accepted (default: our answer's `processed`; a peer answering `ok` counts the whole batch). */
+  accepted?: (responseText: string) => number;
 }
 
 /**
@@ -30,6 +34,8 @@ export interface LoadOptions {
  * and post again, until the duration is over. Bounded in time by construction.
  */
 export async function runLoad(o: LoadOptions): Promise<LoadResult> {
+  const authorization = o.authorization ?? ((key: string) => `Bearer ${key}`);
+  const countAccepted = o.accepted ?? ((text: string) => (JSON.parse(text) as { processed: number }).processed);
   const agents = o.sourceIps.map((localAddress) => new http.Agent({ keepAlive: true, maxSockets: o.concurrency, localAddress }));
   const latencies: number[] = [];
   let requests = 0;
@@ -47,10 +53,10 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
       const key = o.keys[Math.floor(n / agents.length) % o.keys.length]!;
       const body = o.body(n);
       const t0 = performance.now();
-      const { status, text } = await post(url, agent, key, body);
+      const { status, text } = await post(url, agent, authorization(key), body);
       latencies.push(performance.now() - t0);
       requests++;
-      if (status === 200) accepted += (JSON.parse(text) as { processed: number }).processed;
+      if (status === 200) accepted += countAccepted(text);
       else non200++;
     }
   };
@@ -71,14 +77,14 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   };
 }
 
-function post(url: string, agent: http.Agent, key: string, body: string): Promise<{ status: number; text: string }> {
+function post(url: string, agent: http.Agent, authorization: string, body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       url,
       {
         method: 'POST',
         agent,
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'content-length': Buffer.byteLength(body) },
+        headers: { 'content-type': 'application/json', authorization, 'content-length': Buffer.byteLength(body) },
       },
       (res) => {
         let text = '';
