@@ -51,7 +51,13 @@ export interface OutboxRelayOptions {
   topics: OutputTopics;
   logger: Logger;
   metrics?: ResolverMetrics;
-  /** Rows per cycle (default 500). */
+  /**
+   * Rows per cycle (default 2,000). A cycle costs a transaction, a produce
+   * round trip per topic and a delete whatever its size, and one resolver
+   * transaction writes a row per event and more (up to RESOLVER_BATCH_SIZE,
+   * from several members at once): cycles much smaller than that fall behind
+   * when the machine is busy.
+   */
   batchSize?: number;
   /** Polling interval when not woken (default 500 ms): rows written by other processes are found this way. */
   intervalMs?: number;
@@ -76,7 +82,7 @@ export class OutboxRelay {
   private release: (() => void) | undefined;
 
   constructor(private readonly o: OutboxRelayOptions) {
-    this.batchSize = o.batchSize ?? 500;
+    this.batchSize = o.batchSize ?? 2_000;
     this.intervalMs = o.intervalMs ?? 500;
   }
 
