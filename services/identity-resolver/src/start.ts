@@ -1,6 +1,7 @@
 import { deadLetterTopicFor, type Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
 import type { Db, Logger } from '@svc/runtime';
+import { DEFAULT_RESOLVER_BATCH_SIZE } from './config';
 import { createErasureHandler } from './erasure';
 import { type ResolverMetrics } from './metrics';
 import { OutboxRelay } from './outbox';
@@ -26,7 +27,7 @@ export interface StartResolverOptions {
   metrics?: ResolverMetrics;
   /** Consumer group of the raw topic (default `identity-resolver`). */
   groupId?: string;
-  /** Messages per bus batch, and so at most per transaction (default 200). */
+  /** Messages per bus batch, and so at most per transaction (default DEFAULT_RESOLVER_BATCH_SIZE, as configured). */
   maxBatchSize?: number;
   /**
    * Longest a batch may gather while less than a full one is waiting
@@ -89,7 +90,7 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     ...o.relay,
   });
   relay.start();
-  const maxBatchSize = o.maxBatchSize ?? 200;
+  const maxBatchSize = o.maxBatchSize ?? DEFAULT_RESOLVER_BATCH_SIZE;
   const stalls = new StallWatch();
   const handler = createResolverHandler({
     db: o.db,

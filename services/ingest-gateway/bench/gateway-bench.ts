@@ -19,7 +19,7 @@ import {
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { cpuSeconds, machineSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
-import { batchBody, runLoad, type LoadResult } from './load';
+import { batchBody, runLoad, type LoadOptions, type LoadResult } from './load';
 
 /**
  * Gateway benchmark: the gateway runs as its own process (dist/main.js) on the
@@ -121,7 +121,8 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
   for (let i = 0; i < replicas; i++) {
     const port = await freePort();
     const child = spawn(process.execPath, [...nodeArgs, GATEWAY_MAIN], {
-      env: { ...process.env, ...env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: topicPrefix },
+      // Only what it is given: the bench's own environment is its knobs, not the gateway's.
+      env: { ...env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: topicPrefix },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     gateways.push({ child, port });
@@ -131,27 +132,52 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
     for (const g of gateways) await waitReady(`http://127.0.0.1:${g.port}`, g.child);
     const accounts = new AccountsStore(db);
     const runId = randomBytes(4).toString('hex');
+    /** Who a step loads: our gateway replicas, or the peer (its own auth; it answers a whole batch with `ok`). */
+    interface Target {
+      name: 'ours' | 'peer';
+      urls: string[];
+      keys(label: string): Promise<string[]>;
+      cpuSeconds(): number;
+      load?: Pick<LoadOptions, 'authorization' | 'accepted'>;
+    }
+    const ours: Target = {
+      name: 'ours',
+      urls: gateways.map((g) => `http://127.0.0.1:${g.port}/functions/v1/v1-batch`),
+      keys: async (label) => {
+        const keys: string[] = [];
+        for (let i = 0; i < ORGS_PER_STEP; i++) {
+          const org = await accounts.createOrganization({ name: `bench-${runId}-${label}-${i}` });
+          keys.push((await accounts.createApiKey({ orgId: org.id, type: 'write' })).key);
+        }
+        return keys;
+      },
+      cpuSeconds: oursCpu,
+    };
     const peerUrl = knobs.BENCH_PEER_URL;
-    const step = async (label: string, concurrency: number, durationMs: number, target: 'ours' | 'peer' = 'ours'): Promise<StepResult> => {
-      const keys: string[] = [];
-      for (let i = 0; target === 'ours' && i < ORGS_PER_STEP; i++) {
-        const org = await accounts.createOrganization({ name: `bench-${runId}-${label}-${i}` });
-        keys.push((await accounts.createApiKey({ orgId: org.id, type: 'write' })).key);
-      }
-      const gatewayCpu = target === 'ours' ? oursCpu : () => (knobs.BENCH_PEER_PID ? cpuSeconds(knobs.BENCH_PEER_PID) : 0);
+    const peerTarget: Target | undefined = peerUrl
+      ? {
+          name: 'peer',
+          urls: [peerUrl],
+          keys: async () => ['peer'],
+          cpuSeconds: () => (knobs.BENCH_PEER_PID ? cpuSeconds(knobs.BENCH_PEER_PID) : 0),
+          load: { authorization: () => knobs.BENCH_PEER_AUTH, accepted: () => 100 },
+        }
+      : undefined;
+    const step = async (label: string, concurrency: number, durationMs: number, target: Target = ours): Promise<StepResult> => {
+      const keys = await target.keys(label);
+      const gatewayCpu = target.cpuSeconds;
       const cpu0 = gatewayCpu();
       const watched0 = WATCH_PIDS.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
       const own0 = process.cpuUsage();
       const machine0 = machineSeconds();
       const load = await runLoad({
-        urls: target === 'ours' ? gateways.map((g) => `http://127.0.0.1:${g.port}/functions/v1/v1-batch`) : [peerUrl!],
-        keys: target === 'ours' ? keys : ['peer'],
+        urls: target.urls,
+        keys,
         sourceIps: SOURCE_IPS,
         concurrency,
         durationMs,
-        body: (seq) => batchBody(seq, `${runId}${label}${target}`),
-        // The peer answers a whole batch with `ok`.
-        ...(target === 'peer' ? { authorization: () => knobs.BENCH_PEER_AUTH, accepted: () => 100 } : {}),
+        body: (seq) => batchBody(seq, `${runId}${label}${target.name}`),
+        ...target.load,
       });
       const own = process.cpuUsage(own0);
       const cpu = gatewayCpu() - cpu0;
@@ -167,13 +193,13 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
       };
     };
     if (knobs.BENCH_WARMUP_MS > 0) await step('w', CONCURRENCY[0] ?? 4, knobs.BENCH_WARMUP_MS);
-    if (knobs.BENCH_WARMUP_MS > 0 && peerUrl) await step('w', CONCURRENCY[0] ?? 4, knobs.BENCH_WARMUP_MS, 'peer');
+    if (knobs.BENCH_WARMUP_MS > 0 && peerTarget) await step('w', CONCURRENCY[0] ?? 4, knobs.BENCH_WARMUP_MS, peerTarget);
     const results: StepResult[] = [];
     const peer: StepResult[] = [];
     for (const concurrency of CONCURRENCY) {
-      if (peerUrl) {
-        // Interleaved: the peer's step at this concurrency right after ours, in the same minutes.
-        const p = await step(`c${concurrency}`, concurrency, STEP_MS, 'peer');
+      if (peerTarget) {
+        // Interleaved: the peer's step at this concurrency, then ours, in the same minutes.
+        const p = await step(`c${concurrency}`, concurrency, STEP_MS, peerTarget);
         console.error(`peer, concurrency ${concurrency}: ${Math.round(p.eventsPerSecond)} events/s, p50 ${p.p50Ms.toFixed(1)} ms, p99 ${p.p99Ms.toFixed(1)} ms, non-200 ${p.non200}, ${p.gatewayCpuUsPerEvent.toFixed(1)} µs CPU/event (${p.gatewayCores.toFixed(2)} cores)`);
         peer.push(p);
       }

@@ -232,8 +232,8 @@ async function benchTier(
     const topicPrefix = `bench${Date.now()}.`;
     const base = `http://127.0.0.1:${port}`;
     const resolverBase = `http://127.0.0.1:${resolverPort}`;
+    // Only what the services are given here (BENCH_STACK_ENV adds to it): the bench's own environment is its knobs.
     const processEnv = {
-      ...process.env,
       ...env,
       ...STACK_ENV,
       DATABASE_URL: url,

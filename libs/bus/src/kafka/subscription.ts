@@ -6,7 +6,7 @@ import { headersToRecord, type Codec, type Decoded } from './codec';
 import type { LagGauge } from './lag';
 import type { ResolvedConsumerSettings } from './options';
 import { PauseControl } from './pauses';
-import { notServedYet, SERVED_WITHIN_MS } from './topics';
+import { whenServed } from './topics';
 
 export interface SubscriptionSettings {
   kafka: Kafka;
@@ -94,7 +94,9 @@ export class KafkaSubscription implements Subscription {
     });
     try {
       await this.consumer.connect();
-      await this.subscribeWhenServed();
+      // Moments after a topic was created (here or elsewhere) the broker may not serve it yet; kafkajs's
+      // subscribe then fails at once, forgetting the topics, so asking again is clean.
+      await whenServed(() => this.consumer.subscribe({ topics: [...this.specs.keys()], fromBeginning: this.s.fromBeginning }));
       await this.consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
@@ -105,27 +107,6 @@ export class KafkaSubscription implements Subscription {
       this.stopping = Promise.resolve();
       await this.consumer.disconnect().catch(() => undefined);
       throw err;
-    }
-  }
-
-  /**
-   * Moments after a topic was created (by this process or another), a broker
-   * may still answer a metadata request with UNKNOWN_TOPIC_OR_PARTITION:
-   * KRaft brokers take up new partitions a little after the controller has
-   * them. kafkajs's subscribe fails on that at once (and forgets the topics,
-   * so asking again is clean); we ask again for a bounded time.
-   */
-  private async subscribeWhenServed(): Promise<void> {
-    const deadline = Date.now() + SERVED_WITHIN_MS;
-    for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, 1_000)) {
-      try {
-        await this.consumer.subscribe({ topics: [...this.specs.keys()], fromBeginning: this.s.fromBeginning });
-        return;
-      } catch (err) {
-        if (!notServedYet(err) || Date.now() + waitMs > deadline) throw err;
-        this.s.logger.debug({ err, groupId: this.s.groupId }, 'bus: topics not served yet; subscribing again');
-      }
-      await new Promise((r) => setTimeout(r, waitMs));
     }
   }
 

@@ -138,15 +138,32 @@ export class TopicManager {
 
 /** What a broker answers about a partition it has not taken up yet (a topic created or grown moments ago). */
 const NOT_SERVED_YET = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER']);
-export const SERVED_WITHIN_MS = 15_000;
+const SERVED_WITHIN_MS = 15_000;
 
-/** True when the broker says (maybe wrapped by kafkajs's retrier) that it has not taken up a partition yet. */
-export function notServedYet(err: unknown): boolean {
+function notServedYet(err: unknown): boolean {
   // kafkajs's retrier may wrap the broker's error.
   for (let e = err as { type?: unknown; originalError?: unknown; cause?: unknown } | undefined; e; e = (e.originalError ?? e.cause) as typeof e) {
     if (typeof e.type === 'string' && NOT_SERVED_YET.has(e.type)) return true;
   }
   return false;
+}
+
+/**
+ * Runs `attempt` until it succeeds; while it fails because the broker has
+ * not taken up a partition yet (KRaft brokers take up a new one a little
+ * after the controller has it), again after a back-off, for 15 s at most.
+ * Any other failure, or the last, is thrown.
+ */
+export async function whenServed<T>(attempt: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + SERVED_WITHIN_MS;
+  for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, 1_000)) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!notServedYet(err) || Date.now() + waitMs > deadline) throw err;
+    }
+    await new Promise((r) => setTimeout(r, waitMs));
+  }
 }
 
 /**
@@ -168,16 +185,11 @@ async function createTopic(admin: Admin, topic: ITopicConfig): Promise<void> {
 async function partitionCount(admin: Admin, topic: string, mayBeMissing = true): Promise<number | undefined> {
   // Asking for the metadata of a missing topic is an error kafkajs retries; the list says it at once.
   if (mayBeMissing && !(await admin.listTopics()).includes(topic)) return undefined;
-  const deadline = Date.now() + SERVED_WITHIN_MS;
-  for (let waitMs = 100; ; waitMs = Math.min(waitMs * 2, 1_000)) {
-    try {
-      const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
-      const partitions = topics.find((t) => t.name === topic)?.partitions ?? [];
-      if (partitions.length > 0 && partitions.every((p) => p.leader >= 0)) return partitions.length;
-      if (Date.now() + waitMs > deadline) throw new Error(`bus: topic ${topic} has partitions without a leader after ${SERVED_WITHIN_MS / 1000} s`);
-    } catch (err) {
-      if (!notServedYet(err) || Date.now() + waitMs > deadline) throw err;
-    }
-    await new Promise((r) => setTimeout(r, waitMs));
-  }
+  return whenServed(async () => {
+    const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+    const partitions = topics.find((t) => t.name === topic)?.partitions ?? [];
+    if (partitions.length > 0 && partitions.every((p) => p.leader >= 0)) return partitions.length;
+    // Said as the broker says it of a partition it has not taken up, so it is waited for alike.
+    throw Object.assign(new Error(`bus: topic ${topic} has partitions without a leader after ${SERVED_WITHIN_MS / 1000} s`), { type: 'LEADER_NOT_AVAILABLE' });
+  });
 }

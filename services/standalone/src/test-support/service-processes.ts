@@ -25,7 +25,6 @@ export async function startServiceProcess(service: DeployedService, env: Record<
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [path.join(SERVICES_DIR, service, 'dist/main.js')], {
     env: {
-      PATH: process.env.PATH ?? '',
       HOST: '127.0.0.1',
       PORT: String(port),
       LOG_LEVEL: 'error',
