@@ -2,6 +2,7 @@ import { connect, Socket } from 'node:net';
 import { Kafka, logLevel, type ISocketFactory, type logCreator, type RetryOptions } from 'kafkajs';
 import type { BusLogger } from '../shared';
 import type { KafkaBusOptions } from './options';
+import { installProduceEncoder } from './produce-encoder';
 
 /**
  * Every broker connection of one bus goes through this factory, so a test can
@@ -38,6 +39,7 @@ export class Sockets {
 export const shortRetry: RetryOptions = { retries: 2, initialRetryTime: 100, maxRetryTime: 1_000 };
 
 export function createKafka(o: KafkaBusOptions, sockets: Sockets, logger: BusLogger): Kafka {
+  installProduceEncoder();
   return new Kafka({
     clientId: o.clientId ?? 'svc-bus',
     brokers: [...o.brokers],
