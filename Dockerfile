@@ -73,4 +73,5 @@ ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 HOME=/tmp
 USER 10001:10001
 EXPOSE 8080
 # Exec form: node is PID 1 and receives SIGTERM itself.
-ENTRYPOINT ["node", "--enable-source-maps", "/app/tools/deploy/dist/entrypoint.js"]
+# --max-semi-space-size: SERVICE_NODE_FLAGS (libs/runtime/src/lifecycle/node-flags.ts) says why.
+ENTRYPOINT ["node", "--enable-source-maps", "--max-semi-space-size=32", "/app/tools/deploy/dist/entrypoint.js"]

@@ -28,7 +28,7 @@ export {
   startHttpServer,
   type RunningHttpServer,
 } from './http';
-export { Lifecycle, RepeatingDrain, type SignalTarget } from './lifecycle';
+export { Lifecycle, RepeatingDrain, SERVICE_NODE_FLAGS, type SignalTarget } from './lifecycle';
 export { authenticate, KeyRequirements, type KeyVerifier } from './auth/authenticate';
 export { PostgresRateLimiter, type RateLimiter, type RateLimitRule, type RateLimitVerdict } from './rate-limit/rate-limiter';
 export { rateLimitMigrations } from './rate-limit/migrations';

@@ -13,6 +13,7 @@ import {
   loadConfigOrExit,
   rateLimitMigrations,
   runMigrations,
+  SERVICE_NODE_FLAGS,
   startEmbeddedPostgres,
   type Db,
 } from '@svc/runtime';
@@ -46,7 +47,10 @@ const benchConfigSpec = {
   BENCH_WARMUP_MS: env.int({ description: 'Unmeasured load first, so JIT and first-use compilation are not counted', default: 3_000, min: 0 }),
   BENCH_GATEWAY_REPLICAS: env.list({ description: 'Gateway processes per run, one run each', default: ['1', '2'] }),
   BENCH_GATEWAY_MAIN: env.optionalString({ description: "Another build's main.js to measure (A/B runs); default this one" }),
-  BENCH_GATEWAY_NODE_ARGS: env.string({ description: 'Extra node options for the gateway (e.g. V8 heap settings to compare)', default: '' }),
+  BENCH_GATEWAY_NODE_ARGS: env.string({
+    description: "The gateway's node options (default: what every service runs with; set to compare V8 heap settings)",
+    default: SERVICE_NODE_FLAGS.join(' '),
+  }),
   BENCH_CPU_PROF: env.optionalString({ description: 'Directory the gateway writes a V8 CPU profile into on exit' }),
   BENCH_WATCH_PIDS: env.list({ description: "Other processes whose CPU to report (e.g. the broker's and the registry's)", default: [] }),
   BENCH_PEER_URL: env.optionalString({ description: "A peer gateway's batch URL (e.g. rudder-server's /v1/batch): each step is run against it too, right after ours, with the same load" }),

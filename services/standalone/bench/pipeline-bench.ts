@@ -5,7 +5,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { profileIdsFor } from '@svc/identity';
-import { AccountsStore, createDb, ensureDatabase, env, freePort, loadConfigOrExit, runMigrations, startEmbeddedPostgres, type Db } from '@svc/runtime';
+import {
+  AccountsStore,
+  createDb,
+  ensureDatabase,
+  env,
+  freePort,
+  loadConfigOrExit,
+  runMigrations,
+  SERVICE_NODE_FLAGS,
+  startEmbeddedPostgres,
+  type Db,
+} from '@svc/runtime';
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { startLocalKafka, startLocalRegistry, type LocalProcess } from '@svc/testkit/dist/local-infra';
@@ -228,7 +239,7 @@ async function benchTier(
     const orgs = await seed(db);
     const port = await freePort();
     const resolverPort = topology === 'services' ? await freePort() : port;
-    const nodeArgs = knobs.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${knobs.BENCH_CPU_PROF}`] : [];
+    const nodeArgs = [...SERVICE_NODE_FLAGS, ...(knobs.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${knobs.BENCH_CPU_PROF}`] : [])];
     const topicPrefix = `bench${Date.now()}.`;
     const base = `http://127.0.0.1:${port}`;
     const resolverBase = `http://127.0.0.1:${resolverPort}`;

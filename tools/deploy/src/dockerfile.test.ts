@@ -1,6 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
+import { SERVICE_NODE_FLAGS } from '@svc/runtime';
 
 /**
  * The image ships the workspace packages the entrypoint needs and nothing
@@ -48,5 +49,15 @@ describe('Dockerfile', () => {
     expect(dockerfile).toContain(`COPY ${dir}/package.json ${dir}/`);
     const copied = dir.startsWith('services/') ? 'services/*/dist' : `${dir}/dist`;
     expect(dockerfile).toMatch(new RegExp(`cp -r --parents [^\\n]*${copied.replace(/[*/]/g, (c) => `\\${c}`)}`));
+  });
+});
+
+describe('the V8 flags of a service process', () => {
+  const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1];
+  const start = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start;
+
+  it.each(SERVICE_NODE_FLAGS)('%s is on the image entrypoint and `npm start`', (flag) => {
+    expect(JSON.parse(entrypoint ?? '[]')).toContain(flag);
+    expect(start).toMatch(new RegExp(`\\bnode ([^&]* )?${flag}( |$)`));
   });
 });

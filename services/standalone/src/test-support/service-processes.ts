@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { freePort } from '@svc/runtime';
+import { freePort, SERVICE_NODE_FLAGS } from '@svc/runtime';
 
 /** The services deployed one per process (each one's `dist/main.js`, its composition root). */
 export const DEPLOYED_SERVICES = ['ingest-gateway', 'identity-resolver', 'profile-api', 'consent-api', 'conversion-forwarder'] as const;
@@ -23,7 +23,7 @@ const SERVICES_DIR = path.resolve(__dirname, '../../..');
  */
 export async function startServiceProcess(service: DeployedService, env: Record<string, string>): Promise<ServiceProcess> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [path.join(SERVICES_DIR, service, 'dist/main.js')], {
+  const child: ChildProcess = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.join(SERVICES_DIR, service, 'dist/main.js')], {
     env: {
       HOST: '127.0.0.1',
       PORT: String(port),
