@@ -30,6 +30,7 @@ export {
 } from './topics';
 export { PROFILE_SORT_FIELDS, type ProfileSortField } from './profiles';
 export { firstSchemaError, validatorFor } from './schema-validator';
+export { isDateTime, schemaFormats } from './formats';
 export {
   checkConsentDecision,
   CONSENT_PURPOSES,

@@ -1,13 +1,11 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
 import type { Static, TSchema } from '@sinclair/typebox';
+import { schemaFormats } from './formats';
 
-const ajv = new Ajv({ allErrors: false, strict: false });
-addFormats(ajv);
+const ajv = new Ajv({ allErrors: false, strict: false, formats: schemaFormats });
 const compiled = new WeakMap<TSchema, ValidateFunction>();
 /** The same schemas, reporting every violation rather than the first (for choosing which to report). */
-const ajvAll = new Ajv({ allErrors: true, strict: false });
-addFormats(ajvAll);
+const ajvAll = new Ajv({ allErrors: true, strict: false, formats: schemaFormats });
 const compiledAll = new WeakMap<TSchema, ValidateFunction>();
 
 /** Compiles (once) and returns a validator for a contracts schema. */

@@ -7,10 +7,9 @@ import {
   type JsonDeserializerConfig,
   type Client,
 } from '@confluentinc/schemaregistry';
-import { fullFormats } from 'ajv-formats/dist/formats';
 import type { IHeaders } from 'kafkajs';
 import { isDeepStrictEqual } from 'node:util';
-import { deadLetterTopicName, firstSchemaError, type TopicSpec } from '@svc/contracts';
+import { deadLetterTopicName, firstSchemaError, schemaFormats, type TopicSpec } from '@svc/contracts';
 import { SchemaViolationError } from '../errors';
 import { isUnavailable } from './unavailable';
 
@@ -50,7 +49,7 @@ export function frameJson(schemaId: number, json: string): Buffer {
  * The registry serde's settings (for reading). Subjects by TopicNameStrategy (`<topic>-value`,
  * where ensureTopics registers): the library's default, "associated" subjects,
  * asks the registry per topic and falls back to the same name. Ajv validates
- * with the same formats as the contracts' validator (ajv-formats, full mode)
+ * with the same formats as the contracts' validator (schemaFormats)
  * and is lenient about keywords and formats it does not know, so a foreign
  * writer schema cannot make decoding throw.
  */
@@ -59,7 +58,7 @@ const serdeConfig: JsonDeserializerConfig = {
   validate: true,
   strict: false,
   logger: false,
-  formats: fullFormats,
+  formats: schemaFormats,
 };
 
 /**
