@@ -74,4 +74,4 @@ USER 10001:10001
 EXPOSE 8080
 # Exec form: node is PID 1 and receives SIGTERM itself.
 # --max-semi-space-size: SERVICE_NODE_FLAGS (libs/runtime/src/lifecycle/node-flags.ts) says why.
-ENTRYPOINT ["node", "--enable-source-maps", "--max-semi-space-size=32", "/app/tools/deploy/dist/entrypoint.js"]
+ENTRYPOINT ["node", "--enable-source-maps", "--max-semi-space-size=64", "/app/tools/deploy/dist/entrypoint.js"]
