@@ -200,13 +200,12 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
     if (knobs.BENCH_WARMUP_MS > 0 && peerTarget) await step('w', CONCURRENCY[0] ?? 4, knobs.BENCH_WARMUP_MS, peerTarget);
     const results: StepResult[] = [];
     const peer: StepResult[] = [];
-    for (const concurrency of CONCURRENCY) {
-      if (peerTarget) {
-        // Interleaved: the peer's step at this concurrency, then ours, in the same minutes.
-        const p = await step(`c${concurrency}`, concurrency, STEP_MS, peerTarget);
-        console.error(`peer, concurrency ${concurrency}: ${Math.round(p.eventsPerSecond)} events/s, p50 ${p.p50Ms.toFixed(1)} ms, p99 ${p.p99Ms.toFixed(1)} ms, non-200 ${p.non200}, ${p.gatewayCpuUsPerEvent.toFixed(1)} µs CPU/event (${p.gatewayCores.toFixed(2)} cores)`);
-        peer.push(p);
-      }
+    const runPeer = async (concurrency: number, target: Target) => {
+      const p = await step(`c${concurrency}`, concurrency, STEP_MS, target);
+      console.error(`peer, concurrency ${concurrency}: ${Math.round(p.eventsPerSecond)} events/s, p50 ${p.p50Ms.toFixed(1)} ms, p99 ${p.p99Ms.toFixed(1)} ms, non-200 ${p.non200}, ${p.gatewayCpuUsPerEvent.toFixed(1)} µs CPU/event (${p.gatewayCores.toFixed(2)} cores)`);
+      peer.push(p);
+    };
+    const runOurs = async (concurrency: number) => {
       const r = await step(`c${concurrency}`, concurrency, STEP_MS);
       console.error(
         `replicas ${replicas}, concurrency ${concurrency}: ${Math.round(r.eventsPerSecond)} events/s, p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, ` +
@@ -214,6 +213,20 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
           `${r.watchedCores === undefined ? '' : `, watched ${r.watchedCores.toFixed(2)} cores`}, load generator ${r.loadCores.toFixed(2)} cores, stolen ${r.stolenCores.toFixed(2)} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
       );
       results.push(r);
+    };
+    for (const [i, concurrency] of CONCURRENCY.entries()) {
+      if (!peerTarget) {
+        await runOurs(concurrency);
+      } else if (i % 2 === 0) {
+        // Interleaved in the same minutes, and in turn which goes first: what one side leaves
+        // running (the peer's database writing out its rows, our broker's flushes) lands in the
+        // step after it, so neither side always pays for the other.
+        await runPeer(concurrency, peerTarget);
+        await runOurs(concurrency);
+      } else {
+        await runOurs(concurrency);
+        await runPeer(concurrency, peerTarget);
+      }
     }
     return { ours: results, peer };
   } finally {
@@ -237,7 +250,7 @@ function table(tier: string, results: StepResult[]): string {
   ].join('\n');
 }
 
-/** Ours against the peer, step by step (the peer's step ran just before ours, with the same load). */
+/** Ours against the peer, step by step (the two steps ran one after the other, in turn which first, with the same load). */
 function peerTable(tier: string, ours: StepResult[], peer: StepResult[]): string {
   const rows = ours.map((o, i) => {
     const p = peer[i]!;
