@@ -1,5 +1,6 @@
 import { fullFormats } from 'ajv-formats/dist/formats';
 import type { FormatDefinition } from 'ajv';
+import { daysInMonth } from './timestamps';
 
 /**
  * The string formats every schema of ours is checked with: ajv-formats in
@@ -16,7 +17,6 @@ import type { FormatDefinition } from 'ajv';
  */
 const stockDateTime = fullFormats['date-time'] as FormatDefinition<string> & { validate: (s: string) => boolean };
 
-const DAYS_IN_MONTH = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 const ZERO = 48;
 
 /** The value of the two digits at `i`, or -1. */
@@ -42,9 +42,7 @@ function commonDateTimeIsValid(s: string): boolean {
   if (century < 0 || yy < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) {
     return false;
   }
-  const year = century * 100 + yy;
-  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-  if (day > (month === 2 && leap ? 29 : (DAYS_IN_MONTH[month] as number))) return false;
+  if (day > daysInMonth(century * 100 + yy, month)) return false;
   let i = 19;
   if (s.charCodeAt(i) === 46) {
     // '.', then at least one digit

@@ -35,5 +35,13 @@ function isRealDay(value: string): boolean {
   const month = Number(value.slice(5, 7));
   const day = Number(value.slice(8, 10));
   if (month < 1 || month > 12 || day < 1) return false;
-  return day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return day <= daysInMonth(year, month);
+}
+
+const DAYS_IN_MONTH = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** Days in `month` (1-12) of `year`, by the Gregorian calendar (RFC 3339's leap years). */
+export function daysInMonth(year: number, month: number): number {
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  return month === 2 && leap ? 29 : (DAYS_IN_MONTH[month] as number);
 }

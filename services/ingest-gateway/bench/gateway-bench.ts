@@ -53,7 +53,7 @@ const benchConfigSpec = {
   }),
   BENCH_CPU_PROF: env.optionalString({ description: 'Directory the gateway writes a V8 CPU profile into on exit' }),
   BENCH_WATCH_PIDS: env.list({ description: "Other processes whose CPU to report (e.g. the broker's and the registry's)", default: [] }),
-  BENCH_PEER_URL: env.optionalString({ description: "A peer gateway's batch URL (e.g. rudder-server's /v1/batch): each step is run against it too, right after ours, with the same load" }),
+  BENCH_PEER_URL: env.optionalString({ description: "A peer gateway's batch URL (e.g. rudder-server's /v1/batch): each step is run against it too, in the same minutes (in turn which first), with the same load" }),
   BENCH_PEER_AUTH: env.string({ description: "The peer's Authorization header value", default: '' }),
   BENCH_PEER_PID: env.int({ description: "The peer gateway's pid, whose CPU is counted as ours is (0: not counted)", default: 0, min: 0 }),
   KAFKA_BROKERS: env.optionalString({ description: 'The Kafka tier is measured when this and SCHEMA_REGISTRY_URL are set' }),
@@ -131,7 +131,6 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
     });
     gateways.push({ child, port });
   }
-  const oursCpu = () => gateways.reduce((sum, g) => sum + cpuSeconds(g.child.pid), 0);
   try {
     for (const g of gateways) await waitReady(`http://127.0.0.1:${g.port}`, g.child);
     const accounts = new AccountsStore(db);
@@ -155,7 +154,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
         }
         return keys;
       },
-      cpuSeconds: oursCpu,
+      cpuSeconds: () => gateways.reduce((sum, g) => sum + cpuSeconds(g.child.pid), 0),
     };
     const peerUrl = knobs.BENCH_PEER_URL;
     const peerTarget: Target | undefined = peerUrl
@@ -169,8 +168,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
       : undefined;
     const step = async (label: string, concurrency: number, durationMs: number, target: Target = ours): Promise<StepResult> => {
       const keys = await target.keys(label);
-      const gatewayCpu = target.cpuSeconds;
-      const cpu0 = gatewayCpu();
+      const cpu0 = target.cpuSeconds();
       const watched0 = WATCH_PIDS.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
       const own0 = process.cpuUsage();
       const machine0 = machineSeconds();
@@ -184,7 +182,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
         ...target.load,
       });
       const own = process.cpuUsage(own0);
-      const cpu = gatewayCpu() - cpu0;
+      const cpu = target.cpuSeconds() - cpu0;
       const watched = WATCH_PIDS.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - watched0;
       return {
         ...load,

@@ -100,7 +100,9 @@ const TRANSACTIONAL = 16;
 export function encodeProducePayload(args: ProduceArgs, now: number): EncodedPayload | undefined {
   if ((args.compression ?? 0) !== 0) return undefined;
   const transactionalId = args.transactionalId ?? null;
-  // Pass 1: sizes (and whether every record is of a kind written here).
+  // Pass 1: sizes (and whether every record is of a kind written here). Each record's body size
+  // is kept, in request order, for pass 2 to write as the record's length.
+  const bodySizes: number[] = [];
   let size = stringSize(transactionalId) + 2 + 4 + 4;
   for (const topic of args.topicData) {
     size += stringSize(topic.topic) + 4;
@@ -110,6 +112,7 @@ export function encodeProducePayload(args: ProduceArgs, now: number): EncodedPay
       for (let i = 0; i < messages.length; i++) {
         const body = recordBodySize(messages[i] as Message, i);
         if (body < 0) return undefined;
+        bodySizes.push(body);
         size += varIntSize(body) + body;
       }
     }
@@ -123,6 +126,7 @@ export function encodeProducePayload(args: ProduceArgs, now: number): EncodedPay
   at = buf.writeInt32BE(args.topicData.length, at);
   const producerId = args.producerId ?? NO_PRODUCER;
   const attributes = transactionalId ? TRANSACTIONAL : 0; // as kafkajs: an empty id is not transactional
+  let record = 0;
   for (const topic of args.topicData) {
     at = writeString(buf, at, topic.topic);
     at = buf.writeInt32BE(topic.partitions.length, at);
@@ -149,7 +153,7 @@ export function encodeProducePayload(args: ProduceArgs, now: number): EncodedPay
       at = buf.writeInt16BE(args.producerEpoch ?? 0, at);
       at = buf.writeInt32BE(partition.firstSequence ?? 0, at);
       at = buf.writeInt32BE(messages.length, at);
-      for (let i = 0; i < messages.length; i++) at = writeRecord(buf, at, messages[i] as Message, i);
+      for (let i = 0; i < messages.length; i++) at = writeRecord(buf, at, messages[i] as Message, i, bodySizes[record++] as number);
       buf.writeUInt32BE(crc32c(buf, crcStart, at), crcAt);
       buf.writeInt32BE(at - batchStart, batchLengthAt);
       buf.writeInt32BE(at - recordSetStart, recordSetSizeAt);
@@ -183,8 +187,8 @@ function recordBodySize(m: Message, offsetDelta: number): number {
   return size + varIntSize(count) + headers;
 }
 
-function writeRecord(buf: Buffer, at: number, m: Message, offsetDelta: number): number {
-  at = writeVarInt(buf, at, recordBodySize(m, offsetDelta));
+function writeRecord(buf: Buffer, at: number, m: Message, offsetDelta: number, bodySize: number): number {
+  at = writeVarInt(buf, at, bodySize);
   buf[at++] = 0; // attributes
   buf[at++] = 0; // timestamp delta
   at = writeVarInt(buf, at, offsetDelta);
