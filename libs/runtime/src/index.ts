@@ -1,6 +1,6 @@
 export { AppError, NotFoundError, UnavailableError, ValidationError } from './errors';
 export { env, loadConfig, loadConfigOrExit, type ConfigValues, type VarSpec } from './config/config';
-export { createDb, type Db } from './db/db';
+export { createDb, type Db, type SqlCondition } from './db/db';
 export { isDatabaseUnavailable, isStatementMismatch, NETWORK_ERROR_CODES } from './db/unavailable';
 export { runMigrations, sqlMigration, type Migration, type MigrationSet } from './db/migrations';
 export { pendingMigrations } from './db/pending-migrations';
@@ -30,6 +30,7 @@ export {
 } from './http';
 export { Lifecycle, RepeatingDrain, SERVICE_NODE_FLAGS, type SignalTarget } from './lifecycle';
 export { authenticate, KeyRequirements, type KeyVerifier } from './auth/authenticate';
+export { KeyCache } from './auth/key-cache';
 export { PostgresRateLimiter, type RateLimiter, type RateLimitRule, type RateLimitVerdict } from './rate-limit/rate-limiter';
 export { rateLimitMigrations } from './rate-limit/migrations';
 export { httpServiceConfigSpec } from './config/common';

@@ -13,6 +13,7 @@ import {
   type KeyVerifier,
   type Logger,
   type RateLimiter,
+  type RateLimitVerdict,
   type VerifiedKey,
 } from '@svc/runtime';
 import { batchRateRules, checkQuota, rateLimitError, type UsageReader } from './limits';
@@ -43,24 +44,46 @@ export function mountBatchRoute(router: Router, deps: GatewayDeps): void {
     const ip = clientIp(req, deps.trustedProxies);
 
     // 1. Authentication (and the key's type and allowlists).
-    const key = await authenticate({ headers: req.headers, clientIp: ip }, deps.keys, KeyRequirements.write);
+    const admit = (fresh?: boolean) => authenticate({ headers: req.headers, clientIp: ip }, deps.keys, KeyRequirements.write, { fresh });
+    const key = await admit();
 
     // 2. Batch shape: Content-Type, size while streaming, JSON, the batch array.
-    const body = await readJsonBody(req, { limitBytes: LIMIT, hint: BodyLimitHints.batch });
-    const batch = (body as { batch?: unknown } | null)?.batch;
-    if (typeof body !== 'object' || body === null || !Array.isArray(batch)) {
-      throw new HttpError(400, Messages.batchRequired);
-    }
-    if (batch.length > Limits.batchMaxEvents) throw new HttpError(400, Messages.batchTooLarge);
+    const batch = await refusingUnconfirmedKeyFirst(key, admit, async () => {
+      const body = await readJsonBody(req, { limitBytes: LIMIT, hint: BodyLimitHints.batch });
+      const events = (body as { batch?: unknown } | null)?.batch;
+      if (typeof body !== 'object' || body === null || !Array.isArray(events)) {
+        throw new HttpError(400, Messages.batchRequired);
+      }
+      if (events.length > Limits.batchMaxEvents) throw new HttpError(400, Messages.batchTooLarge);
+      return events;
+    });
 
-    await ingestBatch(deps, { key, ip, batch, started, receivedAt: now() }, res);
+    await ingestBatch(deps, { key, reauthenticate: () => admit(true), ip, batch, started, receivedAt: now() }, res);
   });
   router.all('/v1-batch', methodNotAllowed(['POST']));
 }
 
+/**
+ * Runs a step that may refuse the request; before a refusal goes out on a
+ * key a cache served, the key is read again, so a key revoked or changed
+ * since is refused as authentication says (401 or 403) rather than for the
+ * request's other faults.
+ */
+export async function refusingUnconfirmedKeyFirst<T>(key: VerifiedKey, admit: (fresh: true) => Promise<VerifiedKey>, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (key.unconfirmed) await admit(true);
+    throw err;
+  }
+}
+
 /** An authenticated request whose body held a batch of at most 100 events. */
 export interface AdmittedBatch {
+  /** Maybe `unconfirmed` (a cache served it): the rate-limit step confirms it. */
   key: VerifiedKey;
+  /** Authenticates the request again from the database: 401 or 403 if the key no longer may make it. */
+  reauthenticate: () => Promise<VerifiedKey>;
   ip: string;
   batch: readonly unknown[];
   /** performance.now() when the request arrived, for duration_ms. */
@@ -73,19 +96,10 @@ export interface AdmittedBatch {
  * per-event validation, produce with per-event refusal, metrics, the 200.
  * The Segment-compatible routes share it, so every way in obeys one set of rules.
  */
-export async function ingestBatch(deps: GatewayDeps, { key, ip, batch, started, receivedAt }: AdmittedBatch, res: Response): Promise<void> {
-  // 3. Rate limits, shared by every replica. If the counter store fails we let
-  //    the request through: refusing ingestion over a limiter outage loses data.
-  try {
-    const limited = rateLimitError(await deps.rateLimiter.hit(batchRateRules(key, ip), receivedAt));
-    if (limited) {
-      deps.metrics.rejectedRequests.inc({ limit: limited.code ? 'per_ip' : 'per_org' });
-      throw limited;
-    }
-  } catch (err) {
-    if (err instanceof HttpError) throw err;
-    res.locals.log?.warn({ err }, 'rate limiter unavailable; request allowed');
-  }
+export async function ingestBatch(deps: GatewayDeps, admitted: AdmittedBatch, res: Response): Promise<void> {
+  const { ip, batch, started, receivedAt } = admitted;
+  // 3. Rate limits, shared by every replica, and the key confirmed unchanged if a cache served it.
+  const key = await checkRateLimits(deps, admitted, res);
 
   // 4. Plan state and monthly quota.
   const overQuota = await checkQuota(key, deps.readUsage, receivedAt, deps.upgradeUrl);
@@ -136,6 +150,37 @@ export async function ingestBatch(deps: GatewayDeps, { key, ip, batch, started, 
       ? { success: true, processed, failed: 0, duration_ms }
       : { success: false, processed, failed: failures.length, errors: errorLines(failures), duration_ms },
   );
+}
+
+/**
+ * Step 3: the request counted against its rate limits; a 429 for the first
+ * broken rule. A key a cache served is confirmed unchanged in the same
+ * statement; one that changed is read again (401 or 403 if it may no longer
+ * make the request, else it is counted afresh). If the counter store fails
+ * the request goes through, since refusing ingestion over a limiter outage
+ * loses data; but a key not confirmed is read again first.
+ */
+async function checkRateLimits(deps: GatewayDeps, { key: admittedKey, reauthenticate, ip, receivedAt }: AdmittedBatch, res: Response): Promise<VerifiedKey> {
+  let key = admittedKey;
+  let verdicts: RateLimitVerdict[] | undefined;
+  try {
+    if (key.unconfirmed && deps.rateLimiter.hitIf) verdicts = await deps.rateLimiter.hitIf(batchRateRules(key, ip), key.unconfirmed, receivedAt);
+    if (!verdicts) {
+      if (key.unconfirmed) key = await reauthenticate();
+      verdicts = await deps.rateLimiter.hit(batchRateRules(key, ip), receivedAt);
+    }
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    if (key.unconfirmed) key = await reauthenticate();
+    res.locals.log?.warn({ err }, 'rate limiter unavailable; request allowed');
+    return key;
+  }
+  const limited = rateLimitError(verdicts);
+  if (limited) {
+    deps.metrics.rejectedRequests.inc({ limit: limited.code ? 'per_ip' : 'per_org' });
+    throw limited;
+  }
+  return key;
 }
 
 /**

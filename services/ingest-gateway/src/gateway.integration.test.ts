@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createKafkaBus, createPostgresLogBus, prefixedTopics, type Bus, type IncomingMessage } from '@svc/bus';
-import type { RawEventEnvelope } from '@svc/contracts';
+import { Messages, type RawEventEnvelope } from '@svc/contracts';
 import {
   AccountsStore,
   accountsMigrations,
@@ -69,6 +69,15 @@ function gatewaySuite(makeBus: (t: TestDatabase) => Bus): void {
       body: JSON.stringify({ batch }),
     });
 
+  const postRaw = (server: RunningHttpServer, key: string, body: string) =>
+    fetch(`${server.url}/functions/v1/v1-batch`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+  const postSegment = (server: RunningHttpServer, key: string) =>
+    fetch(`${server.url}/functions/v1/segment/v1/batch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`${key}:`).toString('base64')}` },
+      body: JSON.stringify({ batch: [] }),
+    });
+
   it('acknowledges a batch only once it is on the raw topic, with its envelope', async () => {
     const org = await accounts.createOrganization({ name: 'Envelope' });
     const { key } = await accounts.createApiKey({ orgId: org.id, type: 'write' });
@@ -113,6 +122,44 @@ function gatewaySuite(makeBus: (t: TestDatabase) => Bus): void {
       expect(res.status).toBe(401);
       expect(await res.json()).toEqual({ success: false, error: 'Invalid or expired API key' });
     }
+  });
+
+  // Each instance holds the key it verified (KeyCache) and confirms it on every use: whatever changes
+  // is seen on the very next request, on every instance, even where the request has other faults.
+  const changes: Array<[string, (orgId: string, keyId: string) => Promise<unknown>, (server: RunningHttpServer, key: string) => Promise<Response>, number, Record<string, unknown>]> = [
+    ['a revoked key, with a body that is no batch', (_org, id) => accounts.revokeApiKey(id), (server, key) => postRaw(server, key, '{"nobatch":1}'), 401, { success: false, error: Messages.invalidApiKey }],
+    ['a revoked key, with JSON that does not parse', (_org, id) => accounts.revokeApiKey(id), (server, key) => postRaw(server, key, '{'), 401, { success: false, error: Messages.invalidApiKey }],
+    ['a rotated key', (_org, id) => accounts.rotateApiKey(id), (server, key) => post(server, key, []), 401, { success: false, error: Messages.invalidApiKey }],
+    ['a revoked key on the Segment route', (_org, id) => accounts.revokeApiKey(id), (server, key) => postSegment(server, key), 401, { success: false, error: Messages.invalidApiKey }],
+    ['a paused organisation', (org) => accounts.setPlanState(org, 'paused'), (server, key) => post(server, key, []), 429, { success: false, error: Messages.quotaPaused }],
+    [
+      'an origin allowlist added',
+      (_org, id) => t.db('accounts.api_keys').where({ id }).update({ origin_allowlist: ['https://shop.test'] }),
+      (server, key) => post(server, key, [], { origin: 'https://elsewhere.test' }),
+      403,
+      { success: false, error: Messages.originNotAllowed },
+    ],
+  ];
+  it.each(changes)('refuses %s on the very next request, on every instance', async (_what, change, request, status, body) => {
+    const org = await accounts.createOrganization({ name: 'Changing' });
+    const { record, key } = await accounts.createApiKey({ orgId: org.id, type: 'write' });
+    for (const server of [...servers, ...servers]) expect((await post(server, key, [])).status).toBe(200);
+    await change(org.id, record.id);
+    for (const server of servers) {
+      const res = await request(server, key);
+      expect([res.status, await res.json()]).toEqual([status, expect.objectContaining(body)]);
+    }
+  });
+
+  it('a key changed in a way that still allows the request is counted afresh and let through', async () => {
+    const org = await accounts.createOrganization({ name: 'Still allowed' });
+    const { record, key } = await accounts.createApiKey({ orgId: org.id, type: 'write', ratePerMinuteCap: 100 });
+    for (const server of [...servers, ...servers]) expect((await post(server, key, [])).status).toBe(200);
+    // The cap now allows no more than the four already counted in this window (unless the window just turned).
+    await t.db('accounts.api_keys').where({ id: record.id }).update({ rate_cap_per_minute: 4 });
+    const statuses = [];
+    for (const server of servers) statuses.push((await post(server, key, [])).status);
+    expect([[429, 429], [200, 200]]).toContainEqual(statuses);
   });
 
   it('applies the monthly quota from recorded usage', async () => {

@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
 import { mountOpenApiDocument } from '@svc/openapi';
-import { AccountsStore, PostgresRateLimiter, type Db, type Logger, type Metrics } from '@svc/runtime';
+import { AccountsStore, KeyCache, PostgresRateLimiter, type Db, type Logger, type Metrics } from '@svc/runtime';
 import { mountBatchRoute, type GatewayDeps } from './batch-route';
 import { gatewayMetrics } from './metrics';
 import { mountSegmentRoutes } from './segment/routes';
@@ -21,7 +21,8 @@ export interface GatewayWiring {
 export function mountGateway(router: Router, w: GatewayWiring): void {
   const accounts = new AccountsStore(w.db);
   const deps: GatewayDeps = {
-    keys: accounts,
+    // Keys held per process, each use confirmed in the request's rate-limit statement: one round trip, not two.
+    keys: new KeyCache(accounts),
     rateLimiter: new PostgresRateLimiter(w.db),
     readUsage: (orgId, at) => accounts.monthlyUsage(orgId, at),
     bus: w.bus,

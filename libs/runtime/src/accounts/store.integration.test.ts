@@ -39,6 +39,27 @@ describeWithPostgres('AccountsStore on PostgreSQL', () => {
     await expect(store.rotateApiKey(rotated.record.id)).rejects.toBeInstanceOf(ValidationError);
   });
 
+  it('readApiKey: its condition holds until the key or its organisation changes in any way', async () => {
+    const holds = async (condition: { sql: string; bindings: readonly string[] }) =>
+      (await t.db.raw(`select exists (${condition.sql}) as holds`, [...condition.bindings])).rows[0].holds as boolean;
+    const changes: Array<[string, (orgId: string, keyId: string) => Promise<unknown>]> = [
+      ['revoked', (_org, id) => store.revokeApiKey(id)],
+      ['rotated', (_org, id) => store.rotateApiKey(id)],
+      ['its allowlist changed', (_org, id) => t.db('accounts.api_keys').where({ id }).update({ origin_allowlist: ['https://shop.test'] })],
+      ['its organisation paused', (org) => store.setPlanState(org, 'paused')],
+      ['its organisation given a quota', (org) => store.setMonthlyQuota(org, 10)],
+    ];
+    for (const [what, change] of changes) {
+      const org = await store.createOrganization({ name: what });
+      const { record, key } = await store.createApiKey({ orgId: org.id, type: 'write' });
+      const read = await store.readApiKey(key);
+      expect([what, read?.key]).toEqual([what, await store.verifyApiKey(key)]);
+      expect([what, await holds(read!.unchanged)]).toEqual([what, true]);
+      await change(org.id, record.id);
+      expect([what, await holds(read!.unchanged)]).toEqual([what, false]);
+    }
+  });
+
   it('normalises allowlists and refuses malformed ones, writing nothing', async () => {
     const org = await store.createOrganization({ name: 'Lists' });
     const { record } = await store.createApiKey({

@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import type { Db } from '../db/db';
+import type { Db, SqlCondition } from '../db/db';
 import { NotFoundError, ValidationError } from '../errors';
 import { generateApiKey, hashApiKey, hashesEqual, keyHint, looksLikeApiKey, type KeyType } from './api-keys';
 
@@ -38,7 +38,14 @@ export interface VerifiedKey {
   ratePerMinuteCap: number | null;
   planState: PlanState;
   monthlyEventQuota: number | null;
+  /**
+   * Set when a cache served the key (KeyCache): what must still hold in the
+   * database before a request is answered on it (the key and its
+   * organisation unchanged since they were read).
+   */
+  unconfirmed?: SqlCondition;
 }
+
 
 export interface NewKeyOptions {
   orgId: string;
@@ -186,6 +193,15 @@ export class AccountsStore {
    * when unknown, revoked or malformed. The hash comparison is constant-time.
    */
   async verifyApiKey(key: string): Promise<VerifiedKey | undefined> {
+    return (await this.readApiKey(key))?.key;
+  }
+
+  /**
+   * verifyApiKey's answer, with the condition that holds while the key and its
+   * organisation stay as read: their rows' versions (xmin, which every update
+   * of a row changes), for a cache that confirms a key on each use (KeyCache).
+   */
+  async readApiKey(key: string): Promise<{ key: VerifiedKey; unchanged: SqlCondition } | undefined> {
     if (!looksLikeApiKey(key)) return undefined;
     const hash = hashApiKey(key);
     const row = await this.db('accounts.api_keys as k')
@@ -202,17 +218,26 @@ export class AccountsStore {
         'k.rate_cap_per_minute',
         'o.plan_state',
         'o.monthly_event_quota',
+        this.db.raw('k.xmin::text as key_version'),
+        this.db.raw('o.xmin::text as org_version'),
       );
     if (!row || !hashesEqual(row.key_hash, hash)) return undefined;
     return {
-      keyId: row.id,
-      orgId: row.org_id,
-      type: row.type,
-      ipAllowlist: parsePgArray(row.ip_allowlist),
-      originAllowlist: row.origin_allowlist,
-      ratePerMinuteCap: row.rate_cap_per_minute,
-      planState: row.plan_state,
-      monthlyEventQuota: row.monthly_event_quota,
+      key: {
+        keyId: row.id,
+        orgId: row.org_id,
+        type: row.type,
+        ipAllowlist: parsePgArray(row.ip_allowlist),
+        originAllowlist: row.origin_allowlist,
+        ratePerMinuteCap: row.rate_cap_per_minute,
+        planState: row.plan_state,
+        monthlyEventQuota: row.monthly_event_quota,
+      },
+      unchanged: {
+        sql: `select 1 from accounts.api_keys k join accounts.organizations o on o.id = k.org_id
+              where k.id = ? and k.revoked_at is null and k.xmin = ?::xid and o.xmin = ?::xid`,
+        bindings: [row.id, row.key_version, row.org_version],
+      },
     };
   }
 

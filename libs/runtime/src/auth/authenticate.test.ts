@@ -91,3 +91,55 @@ describe('authenticate', () => {
     expect(result).toEqual(code ? { status: 403, error: expect.any(String), code } : { ok: 'k1' });
   });
 });
+
+describe('authenticate with a key a cache served', () => {
+  const base: VerifiedKey = {
+    keyId: 'k1',
+    orgId: 'o1',
+    type: 'write',
+    ipAllowlist: [],
+    originAllowlist: [],
+    ratePerMinuteCap: null,
+    planState: 'active',
+    monthlyEventQuota: null,
+  };
+  const unconfirmed = { sql: 'select 1', bindings: [] };
+  /** Serves `held` (unconfirmed) unless asked for a fresh read, which answers `current`; records each read. */
+  function cached(held: Partial<VerifiedKey>, current: Partial<VerifiedKey> | undefined) {
+    const reads: string[] = [];
+    const verifier: KeyVerifier = {
+      verifyApiKey: async (_key, options) => {
+        reads.push(options?.fresh ? 'fresh' : 'held');
+        if (options?.fresh) return current && { ...base, ...current };
+        return { ...base, ...held, unconfirmed };
+      },
+    };
+    return { verifier, reads };
+  }
+
+  const cases: Array<[string, Partial<VerifiedKey>, Partial<VerifiedKey> | undefined, string[], { status: number; error: string } | 'ok']> = [
+    ['held and allowed: used as held, no read', {}, {}, ['held'], 'ok'],
+    ['held as a read key, still one: refused after a fresh read', { type: 'read' }, { type: 'read' }, ['held', 'fresh'], { status: 403, error: Messages.insufficientPermissions('write or admin') }],
+    ['held as a read key, now a write key: allowed after a fresh read', { type: 'read' }, {}, ['held', 'fresh'], 'ok'],
+    ['held outside its IP allowlist, revoked since: 401, not 403', { ipAllowlist: ['198.51.100.0/24'] }, undefined, ['held', 'fresh'], { status: 401, error: Messages.invalidApiKey }],
+  ];
+  it.each(cases)('%s', async (_name, held, current, expectedReads, expected) => {
+    const { verifier, reads } = cached(held, current);
+    let result: { status: number; error: string } | 'ok';
+    try {
+      await authenticate({ headers: { authorization: `Bearer ${KEY}` }, clientIp: '203.0.113.9' }, verifier, KeyRequirements.write);
+      result = 'ok';
+    } catch (err) {
+      result = { status: (err as HttpError).status, error: (err as HttpError).message };
+    }
+    expect(result).toEqual(expected);
+    expect(reads).toEqual(expectedReads);
+  });
+
+  it('fresh: reads from the database whatever is held', async () => {
+    const { verifier, reads } = cached({}, {});
+    const key = await authenticate({ headers: { authorization: `Bearer ${KEY}` }, clientIp: '203.0.113.9' }, verifier, KeyRequirements.write, { fresh: true });
+    expect(reads).toEqual(['fresh']);
+    expect(key.unconfirmed).toBeUndefined();
+  });
+});

@@ -5,9 +5,10 @@ import { HttpError } from '../http';
 import { parseAuthorization, type KeyType } from '../accounts/api-keys';
 import type { VerifiedKey } from '../accounts/store';
 
-/** The one thing authentication needs from the accounts store; tests pass a double. */
+/** The one thing authentication needs from the accounts store (or a KeyCache before it); tests pass a double. */
 export interface KeyVerifier {
-  verifyApiKey(key: string): Promise<VerifiedKey | undefined>;
+  /** `fresh`: read from the database, whatever is held. */
+  verifyApiKey(key: string, options?: { fresh?: boolean }): Promise<VerifiedKey | undefined>;
 }
 
 /** Which key types an operation accepts, and how a 403 names them. */
@@ -39,36 +40,52 @@ const PARSE_FAILURES = {
  * revoked key; 500 `Authentication failed` when verification itself throws;
  * 403 for a key of the wrong type, or a client outside the key's IP or Origin
  * allowlist. Key types are not hierarchical, except that admin satisfies all.
+ * A key a cache served is read again before it is refused (it may have
+ * changed since); one it lets through stays `unconfirmed` for the caller.
+ * `fresh` reads the key from the database whatever is held.
  */
 export async function authenticate(
   req: AuthRequest,
   verifier: KeyVerifier,
   requirement: KeyRequirement,
+  options: { fresh?: boolean } = {},
 ): Promise<VerifiedKey> {
   const parsed = parseAuthorization(req.headers.authorization);
   if (!parsed.ok) throw new HttpError(401, PARSE_FAILURES[parsed.problem]);
 
-  let key: VerifiedKey | undefined;
-  try {
-    key = await verifier.verifyApiKey(parsed.key);
-  } catch (err) {
-    throw new HttpError(500, Messages.authenticationFailed, { cause: err });
+  const verify = async (fresh: boolean) => {
+    try {
+      return await verifier.verifyApiKey(parsed.key, fresh ? { fresh } : undefined);
+    } catch (err) {
+      throw new HttpError(500, Messages.authenticationFailed, { cause: err });
+    }
+  };
+  let key = await verify(options.fresh === true);
+  let refusal = refusalOf(key, req, requirement);
+  if (refusal && key?.unconfirmed) {
+    key = await verify(true);
+    refusal = refusalOf(key, req, requirement);
   }
-  if (!key) throw new HttpError(401, Messages.invalidApiKey);
+  if (refusal) throw refusal;
+  return key!;
+}
 
+/** Why `key` may not make this request, or undefined when it may. */
+function refusalOf(key: VerifiedKey | undefined, req: AuthRequest, requirement: KeyRequirement): HttpError | undefined {
+  if (!key) return new HttpError(401, Messages.invalidApiKey);
   if (!requirement.allowed.includes(key.type)) {
-    throw new HttpError(403, Messages.insufficientPermissions(requirement.label));
+    return new HttpError(403, Messages.insufficientPermissions(requirement.label));
   }
   if (key.ipAllowlist.length > 0 && !ipAllowed(req.clientIp, key.ipAllowlist)) {
-    throw new HttpError(403, Messages.ipNotAllowed, { code: ErrorCodes.ipNotAllowed });
+    return new HttpError(403, Messages.ipNotAllowed, { code: ErrorCodes.ipNotAllowed });
   }
   // A request without Origin (server to server) is not a browser on another
   // site; the allowlist exists to stop a browser key being used from one.
   const origin = req.headers.origin;
   if (key.originAllowlist.length > 0 && origin !== undefined && !key.originAllowlist.includes(originOf(origin))) {
-    throw new HttpError(403, Messages.originNotAllowed, { code: ErrorCodes.originNotAllowed });
+    return new HttpError(403, Messages.originNotAllowed, { code: ErrorCodes.originNotAllowed });
   }
-  return key;
+  return undefined;
 }
 
 function ipAllowed(ip: string, allowlist: readonly string[]): boolean {

@@ -7,6 +7,12 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
 export type Db = Knex;
 
+/** A `select` that returns a row while something holds, with its `?` bindings: to run inside another statement. */
+export interface SqlCondition {
+  sql: string;
+  bindings: readonly string[];
+}
+
 export interface DbOptions {
   url: string;
   /** Maximum pool connections. */

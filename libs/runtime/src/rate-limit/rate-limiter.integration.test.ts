@@ -40,4 +40,27 @@ describeWithPostgres('PostgresRateLimiter', () => {
     expect(allowed).toBe(100);
     expect(Math.max(...results.map((r) => r[0]!.hits))).toBe(150);
   });
+
+  it('hitIf: counts and judges as hit while the condition holds; counts nothing and says so when it does not', async () => {
+    const limiter = new PostgresRateLimiter(t.db);
+    const at = new Date('2026-11-21T12:00:30.000Z');
+    const rules = [
+      { bucket: 'cond:ip', limit: 1 },
+      { bucket: 'cond:org', limit: 5 },
+    ];
+    const holds = { sql: 'select 1 where ?::text = ?::text', bindings: ['a', 'a'] };
+    const fails = { sql: 'select 1 where ?::text = ?::text', bindings: ['a', 'b'] };
+    const first = await limiter.hitIf(rules, holds, at);
+    expect(first?.map((v) => [v.hits, v.allowed, v.retryAfterSeconds])).toEqual([
+      [1, true, 30],
+      [1, true, 30],
+    ]);
+    expect(await limiter.hitIf(rules, fails, at)).toBeUndefined();
+    const second = await limiter.hitIf(rules, holds, at);
+    expect(second?.map((v) => [v.hits, v.allowed])).toEqual([
+      [2, false],
+      [2, true],
+    ]);
+    expect((await limiter.hit(rules, at)).map((v) => v.hits)).toEqual([3, 3]);
+  });
 });

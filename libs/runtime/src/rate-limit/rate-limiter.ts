@@ -1,4 +1,4 @@
-import type { Db } from '../db/db';
+import type { Db, SqlCondition } from '../db/db';
 
 /** One limit to enforce: at most `limit` hits per minute on `bucket`. */
 export interface RateLimitRule {
@@ -19,9 +19,36 @@ export interface RateLimitVerdict {
 export interface RateLimiter {
   /** Counts one hit on every rule's bucket and returns each rule's verdict, in order. */
   hit(rules: readonly RateLimitRule[], now?: Date): Promise<RateLimitVerdict[]>;
+  /**
+   * hit, in the same statement as a check that `condition` holds, counting
+   * nothing when it does not (then undefined): one round trip where a
+   * request has both to confirm and to count.
+   */
+  hitIf?(rules: readonly RateLimitRule[], condition: SqlCondition, now?: Date): Promise<RateLimitVerdict[] | undefined>;
 }
 
 const WINDOW_MS = 60_000;
+
+/** Counts one hit on each bucket (`?` the window's start, `?` the buckets), `where` allowing, and returns the counts. */
+const countHits = (where = '') => `insert into ratelimit.counters as c (bucket, window_start, hits)
+         select b, ?, 1 from unnest(?::text[]) as b ${where}
+       on conflict (bucket, window_start) do update set hits = c.hits + 1
+       returning bucket, hits`;
+
+/** The fixed one-minute window `now` falls in. */
+function windowOf(now: Date): { start: Date; retryAfterSeconds: number } {
+  const start = Math.floor(now.getTime() / WINDOW_MS) * WINDOW_MS;
+  return { start: new Date(start), retryAfterSeconds: Math.max(1, Math.ceil((start + WINDOW_MS - now.getTime()) / 1000)) };
+}
+
+/** Each rule's verdict, in order, from its bucket's count. */
+function verdicts(rules: readonly RateLimitRule[], counted: ReadonlyArray<{ bucket: string; hits: number }>, retryAfterSeconds: number): RateLimitVerdict[] {
+  const hitsByBucket = new Map(counted.map((r) => [r.bucket, r.hits]));
+  return rules.map((rule) => {
+    const hits = hitsByBucket.get(rule.bucket) ?? 1;
+    return { rule, hits, allowed: hits <= rule.limit, remaining: Math.max(0, rule.limit - hits), retryAfterSeconds };
+  });
+}
 
 /**
  * Fixed one-minute windows counted in PostgreSQL, so every replica of every
@@ -34,28 +61,26 @@ export class PostgresRateLimiter implements RateLimiter {
 
   async hit(rules: readonly RateLimitRule[], now = new Date()): Promise<RateLimitVerdict[]> {
     if (rules.length === 0) return [];
-    const windowStart = Math.floor(now.getTime() / WINDOW_MS) * WINDOW_MS;
-    const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + WINDOW_MS - now.getTime()) / 1000));
-    const buckets = rules.map((r) => r.bucket);
-    const { rows } = await this.db.raw<{ rows: Array<{ bucket: string; hits: number }> }>(
-      `insert into ratelimit.counters as c (bucket, window_start, hits)
-         select b, ?, 1 from unnest(?::text[]) as b
-       on conflict (bucket, window_start) do update set hits = c.hits + 1
-       returning bucket, hits`,
-      [new Date(windowStart), buckets],
-    );
-    const hitsByBucket = new Map(rows.map((r) => [r.bucket, r.hits]));
+    const window = windowOf(now);
+    const { rows } = await this.db.raw<{ rows: Array<{ bucket: string; hits: number }> }>(countHits(), [
+      window.start,
+      rules.map((r) => r.bucket),
+    ]);
     this.sweepOccasionally(now.getTime());
-    return rules.map((rule) => {
-      const hits = hitsByBucket.get(rule.bucket) ?? 1;
-      return {
-        rule,
-        hits,
-        allowed: hits <= rule.limit,
-        remaining: Math.max(0, rule.limit - hits),
-        retryAfterSeconds,
-      };
-    });
+    return verdicts(rules, rows, window.retryAfterSeconds);
+  }
+
+  async hitIf(rules: readonly RateLimitRule[], condition: SqlCondition, now = new Date()): Promise<RateLimitVerdict[] | undefined> {
+    const window = windowOf(now);
+    const { rows } = await this.db.raw<{ rows: Array<{ holds: boolean; hits: Array<{ bucket: string; hits: number }> }> }>(
+      `with holds as (${condition.sql}),
+       counted as (${countHits('where exists (select 1 from holds)')})
+       select exists (select 1 from holds) as holds, coalesce((select json_agg(json_build_object('bucket', bucket, 'hits', hits)) from counted), '[]') as hits`,
+      [...condition.bindings, window.start, rules.map((r) => r.bucket)],
+    );
+    if (!rows[0]?.holds) return undefined;
+    this.sweepOccasionally(now.getTime());
+    return verdicts(rules, rows[0].hits, window.retryAfterSeconds);
   }
 
   /** Old windows are dead weight; one replica deleting them now and then is plenty. */

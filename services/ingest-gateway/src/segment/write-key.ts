@@ -47,8 +47,9 @@ export function authenticateWriteKey(
   key: string,
   request: { headers: Record<string, string | string[] | undefined>; clientIp: string },
   verifier: KeyVerifier,
+  options: { fresh?: boolean } = {},
 ): Promise<VerifiedKey> {
-  return authenticate({ headers: { ...request.headers, authorization: `Bearer ${key}` }, clientIp: request.clientIp }, verifier, KeyRequirements.write);
+  return authenticate({ headers: { ...request.headers, authorization: `Bearer ${key}` }, clientIp: request.clientIp }, verifier, KeyRequirements.write, options);
 }
 
 /** Strict base64 (standard alphabet, padding optional) as UTF-8 text; undefined when it is not. */

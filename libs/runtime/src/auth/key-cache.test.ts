@@ -1,0 +1,77 @@
+import { describe, expect, it } from '@jest/globals';
+import type { SqlCondition } from '../db/db';
+import type { VerifiedKey } from '../accounts/store';
+import { KeyCache } from './key-cache';
+
+const keyNamed = (n: number) => `uk_live_${String(n).padStart(40, '0')}`;
+
+/** The accounts store's readApiKey over a table of keys; counts reads. */
+function accounts(known: Map<string, Partial<VerifiedKey>>) {
+  const reads: string[] = [];
+  return {
+    reads,
+    store: {
+      readApiKey: async (key: string): Promise<{ key: VerifiedKey; unchanged: SqlCondition } | undefined> => {
+        reads.push(key);
+        const k = known.get(key);
+        if (!k) return undefined;
+        const verified: VerifiedKey = {
+          keyId: key.slice(-4),
+          orgId: 'o1',
+          type: 'write',
+          ipAllowlist: [],
+          originAllowlist: [],
+          ratePerMinuteCap: null,
+          planState: 'active',
+          monthlyEventQuota: null,
+          ...k,
+        };
+        return { key: verified, unchanged: { sql: 'select 1 where ? = ?', bindings: [verified.keyId, 'v1'] } };
+      },
+    },
+  };
+}
+
+describe('KeyCache', () => {
+  it('reads a key once, then serves it unconfirmed with the condition that confirms it', async () => {
+    const { store, reads } = accounts(new Map([[keyNamed(1), { planState: 'grace' }]]));
+    const cache = new KeyCache(store);
+    const first = await cache.verifyApiKey(keyNamed(1));
+    expect(first).toMatchObject({ keyId: '0001', planState: 'grace' });
+    expect(first!.unconfirmed).toBeUndefined();
+    const second = await cache.verifyApiKey(keyNamed(1));
+    expect(second).toMatchObject({ keyId: '0001', planState: 'grace', unconfirmed: { bindings: ['0001', 'v1'] } });
+    expect(reads).toHaveLength(1);
+  });
+
+  it('fresh: reads again and holds what it read; a key gone since is no longer held', async () => {
+    const known = new Map<string, Partial<VerifiedKey>>([[keyNamed(1), { type: 'write' }]]);
+    const { store, reads } = accounts(known);
+    const cache = new KeyCache(store);
+    await cache.verifyApiKey(keyNamed(1));
+    known.set(keyNamed(1), { type: 'admin' });
+    expect(await cache.verifyApiKey(keyNamed(1), { fresh: true })).toMatchObject({ type: 'admin' });
+    expect(await cache.verifyApiKey(keyNamed(1))).toMatchObject({ type: 'admin', unconfirmed: expect.anything() });
+    known.delete(keyNamed(1));
+    expect(await cache.verifyApiKey(keyNamed(1), { fresh: true })).toBeUndefined();
+    expect(await cache.verifyApiKey(keyNamed(1))).toBeUndefined();
+    expect(reads).toHaveLength(4);
+  });
+
+  it('never holds an unknown or malformed key: each is looked up (or refused) every time', async () => {
+    const { store, reads } = accounts(new Map());
+    const cache = new KeyCache(store);
+    for (let i = 0; i < 3; i++) expect(await cache.verifyApiKey(keyNamed(7))).toBeUndefined();
+    expect(await cache.verifyApiKey('not a key')).toBeUndefined();
+    expect(reads).toEqual([keyNamed(7), keyNamed(7), keyNamed(7)]);
+  });
+
+  it('holds at most maxKeys, forgetting the oldest', async () => {
+    const known = new Map([1, 2, 3].map((n) => [keyNamed(n), {}]));
+    const { store, reads } = accounts(known);
+    const cache = new KeyCache(store, 2);
+    for (const n of [1, 2, 3]) await cache.verifyApiKey(keyNamed(n));
+    for (const n of [2, 3, 1]) await cache.verifyApiKey(keyNamed(n));
+    expect(reads).toEqual([1, 2, 3, 1].map(keyNamed));
+  });
+});
