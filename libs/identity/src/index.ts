@@ -51,7 +51,7 @@ export {
   OUTBOX_INSERT,
   outboxRecords,
   profileChange,
-  resolvedEventRef,
+  resolvedEventsRef,
   writeOutbox,
   type OutboxMessage,
   type OutboxTopic,

@@ -58,3 +58,40 @@ describeWithPostgres('canonical_id search off identity.profiles (identity 0003, 
     expect(await indexesOf(t, 'canonical_ids')).toEqual(['canonical_ids_pkey', 'canonical_ids_value_trgm_idx']);
   });
 });
+
+describeWithPostgres('the per-event rows and the outbox (identity 0007 to 0009)', () => {
+  let t: TestDatabase;
+  beforeAll(async () => {
+    t = await createTestDatabase([before(identityMigrations, '0007')]);
+    // An events.resolved row as an earlier release wrote it: one event per row.
+    await t.db.raw(`insert into identity.outbox (topic, event_id) values ('eventsResolved', ?)`, [randomUUID()]);
+    await runMigrations(t.db, [identityMigrations]);
+  });
+  afterAll(() => t.drop());
+
+  it('keeps foreign keys to profiles only on the rows written once per profile or merge', async () => {
+    const { rows } = await t.db.raw<{ rows: Array<{ source: string }> }>(
+      `select conrelid::regclass::text || '.' || conname as source from pg_constraint
+       where contype = 'f' and confrelid = 'identity.profiles'::regclass order by 1`,
+    );
+    expect(rows.map((r) => r.source)).toEqual([
+      'identity.canonical_ids.canonical_ids_profile_id_fkey',
+      'identity.merges.merges_source_profile_id_fkey',
+      'identity.merges.merges_target_profile_id_fkey',
+      'identity.profiles.profiles_merged_into_fkey',
+    ]);
+  });
+
+  it('indexes an event row three times: its id (which keeps (org_id, message_id) unique) and the two reads by profile', async () => {
+    expect(await indexesOf(t, 'events')).toEqual(['events_pkey', 'events_profile_name_time_idx', 'events_profile_time_idx']);
+  });
+
+  it('an events.resolved row names its events, as a list or (from an earlier release) one; other topics name none', async () => {
+    await t.db.raw(`insert into identity.outbox (topic, event_ids) values ('eventsResolved', ?::uuid[])`, [[randomUUID(), randomUUID()]]);
+    expect(await t.db('identity.outbox').where({ topic: 'eventsResolved' }).count({ n: '*' })).toEqual([{ n: 2 }]);
+    await expect(t.db.raw(`insert into identity.outbox (topic) values ('eventsResolved')`)).rejects.toThrow(/outbox_events_named/);
+    await expect(
+      t.db.raw(`insert into identity.outbox (topic, message_key, payload, event_ids) values ('profilesChanges', 'k', '{}', ?::uuid[])`, [[randomUUID()]]),
+    ).rejects.toThrow(/outbox_events_named/);
+  });
+});

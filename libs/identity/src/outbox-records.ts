@@ -16,8 +16,13 @@ export interface OutboxMessage {
   /** Partition key; for events.resolved the relay uses the event's profile at relay time. */
   key: string | null;
   payload: unknown;
-  /** events.resolved only: the stored event, read by the relay (the outbox does not copy it). */
-  eventId: string | null;
+  /**
+   * events.resolved only: the stored events, in order, each read by the relay
+   * (the outbox does not copy them). One row names every event of a
+   * transaction: a row per event cost the database an insert, an index
+   * entry, a read and a delete per event.
+   */
+  eventIds: readonly string[] | null;
 }
 
 export type OutputTopics = { [K in OutboxTopic]: TopicSpec };
@@ -32,10 +37,11 @@ export function profileChange(orgId: string, profileId: string, change: ProfileC
     ...(mergedInto === undefined ? {} : { mergedInto }),
     at: new Date().toISOString(),
   };
-  return { topic: 'profilesChanges', key: profileId, payload, eventId: null };
+  return { topic: 'profilesChanges', key: profileId, payload, eventIds: null };
 }
 
-export const resolvedEventRef = (eventId: string): OutboxMessage => ({ topic: 'eventsResolved', key: null, payload: null, eventId });
+/** The events.resolved messages of these stored events, as one outbox row. */
+export const resolvedEventsRef = (eventIds: readonly string[]): OutboxMessage => ({ topic: 'eventsResolved', key: null, payload: null, eventIds });
 
 /** Stores messages in the caller's transaction, in order. Payloads are checked against their schemas first. */
 export async function writeOutbox(trx: Db, messages: readonly OutboxMessage[]): Promise<void> {
@@ -52,15 +58,15 @@ export function outboxRecords(messages: readonly OutboxMessage[]): string {
     const problem = m.payload === null ? undefined : firstSchemaError(Topics[m.topic].schema, m.payload);
     if (problem !== undefined) throw new SchemaViolationError(Topics[m.topic].name, problem);
   }
-  return JSON.stringify(messages.map((m) => ({ topic: m.topic, key: m.key, payload: m.payload, event_id: m.eventId })));
+  return JSON.stringify(messages.map((m) => ({ topic: m.topic, key: m.key, payload: m.payload, event_ids: m.eventIds })));
 }
 
 /**
  * Inserts outboxRecords (its one `?`) in their order, so ids follow it. A
  * statement of its own, or a data-modifying CTE of a larger one.
  */
-export const OUTBOX_INSERT = `insert into identity.outbox (topic, message_key, payload, event_id)
-     select r.topic, r.key, r.payload, r.event_id
-     from rows from (jsonb_to_recordset(?::jsonb) as (topic text, key text, payload jsonb, event_id uuid))
-       with ordinality as r (topic, key, payload, event_id, n)
+export const OUTBOX_INSERT = `insert into identity.outbox (topic, message_key, payload, event_ids)
+     select r.topic, r.key, r.payload, r.event_ids
+     from rows from (jsonb_to_recordset(?::jsonb) as (topic text, key text, payload jsonb, event_ids uuid[]))
+       with ordinality as r (topic, key, payload, event_ids, n)
      order by r.n`;

@@ -1,6 +1,6 @@
 import { AccountsStore, type Db } from '@svc/runtime';
 import { ConcurrentWriteError, HOLD_OFF_REPLAY, OUTBOX_INSERT, mergeLockedProfiles, outboxRecords, type OutboxMessage, type SignalType } from '@svc/identity';
-import { lookupSignals, signalOfOrg, storedKey, survivorsToLoad, type BatchPlan, type BatchState, type Contacts, type Effects, type ProfileRow } from './plan';
+import { lookupSignals, signalOfOrg, survivorsToLoad, type BatchPlan, type BatchState, type Contacts, type Effects, type ProfileRow } from './plan';
 import type { PreparedEvent } from './prepare';
 
 /**
@@ -36,9 +36,7 @@ export async function readBatchState(trx: Db, events: readonly PreparedEvent[]):
        where id in (select profile_id from signals) order by id for update
      )
      select
-       (select coalesce(json_agg(json_build_array(e.org_id, e.message_id)), '[]')
-        from unnest(:eventOrgs::uuid[], :messageIds::text[]) as k (org_id, message_id)
-        join identity.events e on e.org_id = k.org_id and e.message_id = k.message_id) as stored,
+       (select coalesce(json_agg(e.id), '[]') from identity.events e where e.id = any(:eventIds::uuid[])) as stored,
        (select coalesce(json_agg(signals), '[]') from signals) as signals,
        (select coalesce(json_agg(profiles), '[]') from profiles) as profiles,
        (select coalesce(json_agg(json_build_object('org_id', r.org_id, 'rules', r.rules)), '[]')
@@ -47,13 +45,12 @@ export async function readBatchState(trx: Db, events: readonly PreparedEvent[]):
       sigOrgs: wanted.map((w) => w.orgId),
       sigTypes: wanted.map((w) => w.type),
       sigValues: wanted.map((w) => w.value),
-      eventOrgs: events.map((e) => e.orgId),
-      messageIds: events.map((e) => e.messageId),
+      eventIds: events.map((e) => e.eventId),
       ruleOrgs: [...new Set(events.map((e) => e.orgId))],
     },
-  )) as { rows: Array<{ stored: Array<[string, string]>; signals: BatchState['signals']; profiles: ProfileRow[]; rules: BatchState['rules'] }> };
+  )) as { rows: Array<{ stored: string[]; signals: BatchState['signals']; profiles: ProfileRow[]; rules: BatchState['rules'] }> };
   const row = rows[0]!;
-  return { stored: new Set(row.stored.map(([orgId, messageId]) => storedKey(orgId, messageId))), signals: row.signals, profiles: row.profiles, rules: row.rules };
+  return { stored: new Set(row.stored), signals: row.signals, profiles: row.profiles, rules: row.rules };
 }
 
 /**
@@ -121,7 +118,7 @@ export async function writeEffects(trx: Db, effects: Effects, madeSignals: Reado
        from jsonb_to_recordset(:events::jsonb) as r (id uuid, org_id uuid, message_id text, profile_id uuid, event_name text,
          event_timestamp timestamptz, received_at timestamptz, properties jsonb, context jsonb, traits jsonb,
          anonymous_id text, user_id text, resolution_method text)
-       on conflict (org_id, message_id) do nothing
+       on conflict (id) do nothing
        returning 1
      ), signals as (
        insert into identity.identity_signals as s

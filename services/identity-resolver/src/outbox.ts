@@ -24,14 +24,35 @@ interface OutboxRow {
   topic: OutboxTopic;
   message_key: string | null;
   payload: unknown;
+  /** events.resolved: the events a transaction stored, in order (event_id: the one event of a row an earlier release wrote). */
+  event_ids: string[] | null;
   event_id: string | null;
 }
 
-/** The message of an outbox row (undefined for an events.resolved row whose event is gone). */
-function messageOf(row: OutboxRow, events: ReadonlyMap<string, ResolvedEvent>): OutgoingMessage | undefined {
-  if (row.topic !== 'eventsResolved') return { key: row.message_key ?? '', value: row.payload };
-  const event = row.event_id ? events.get(row.event_id) : undefined;
-  return event && { key: event.profileId, value: event };
+/** The events an events.resolved row names, in order. */
+const eventIdsOf = (row: OutboxRow): readonly string[] => row.event_ids ?? (row.event_id ? [row.event_id] : []);
+
+/** How many messages a row carries: one, or one per event it names. */
+const messagesIn = (row: OutboxRow): number => (row.topic === 'eventsResolved' ? eventIdsOf(row).length : 1);
+
+/** One message of a row; eventId names which of an events.resolved row's events it is. */
+interface Item {
+  row: OutboxRow;
+  eventId: string | null;
+  message: OutgoingMessage;
+}
+
+/** The messages of a row, and the events it names that are gone (erased since). */
+function itemsOf(row: OutboxRow, events: ReadonlyMap<string, ResolvedEvent>): { items: Item[]; gone: string[] } {
+  if (row.topic !== 'eventsResolved') return { items: [{ row, eventId: null, message: { key: row.message_key ?? '', value: row.payload } }], gone: [] };
+  const items: Item[] = [];
+  const gone: string[] = [];
+  for (const eventId of eventIdsOf(row)) {
+    const event = events.get(eventId);
+    if (event) items.push({ row, eventId, message: { key: event.profileId, value: event } });
+    else gone.push(eventId);
+  }
+  return { items, gone };
 }
 
 /**
@@ -47,16 +68,16 @@ const isSchemaViolation = (err: unknown): boolean =>
 
 export interface OutboxRelayOptions {
   db: Db;
-  bus: Bus;
+  bus: Pick<Bus, 'produce'>;
   topics: OutputTopics;
   logger: Logger;
   metrics?: ResolverMetrics;
   /**
-   * Rows per cycle (default 2,000). A cycle costs a transaction, a produce
-   * round trip per topic and a delete whatever its size, and one resolver
-   * transaction writes a row per event and more (up to RESOLVER_BATCH_SIZE,
-   * from several members at once): cycles much smaller than that fall behind
-   * when the machine is busy.
+   * Messages per cycle, about (default 2,000; a cycle takes whole rows). A
+   * cycle costs a transaction, a produce round trip per topic and a delete
+   * whatever its size, and one resolver transaction writes a message per
+   * event and more (up to RESOLVER_BATCH_SIZE, from several members at
+   * once): cycles much smaller than that fall behind when the machine is busy.
    */
   batchSize?: number;
   /** Polling interval when not woken (default 500 ms): rows written by other processes are found this way. */
@@ -64,6 +85,14 @@ export interface OutboxRelayOptions {
 }
 
 const RELAY_LOCK = namedLockKey('identity.outbox relay');
+
+/** The oldest rows up to about `messages` messages (at least one row, however many it carries). */
+function withinBatch(rows: readonly OutboxRow[], messages: number): OutboxRow[] {
+  let n = 0;
+  let end = 0;
+  while (end < rows.length && (end === 0 || n + messagesIn(rows[end]!) <= messages)) n += messagesIn(rows[end++]!);
+  return rows.slice(0, end);
+}
 
 /** Produces outbox rows through the bus, one relay at a time across every process. */
 export class OutboxRelay {
@@ -114,7 +143,7 @@ export class OutboxRelay {
     await this.loop;
     this.loop = undefined;
     try {
-      while ((await this.relayOnce()) >= this.batchSize);
+      while ((await this.relayOnce()).moreWaiting);
     } catch (err) {
       this.o.logger.warn({ err }, 'outbox relay: final drain failed; the rows stay for the next relay');
     }
@@ -122,33 +151,35 @@ export class OutboxRelay {
 
   /**
    * One cycle: takes the relay lock (or returns -1 when another relay has
-   * it), produces up to batchSize rows in id order and deletes those the log
-   * stored. Returns how many rows it removed.
+   * it), produces the oldest rows' messages (about batchSize of them) in id
+   * order, and deletes the rows the log stored whole; an events.resolved row
+   * the log stored in part keeps only the events it did not. Says whether
+   * rows beyond the cycle's wait (false when another relay has the lock).
    */
-  async relayOnce(): Promise<number> {
+  async relayOnce(): Promise<{ moreWaiting: boolean }> {
     return this.o.db.transaction(async (trx) => {
       const { rows: lock } = (await trx.raw('select pg_try_advisory_xact_lock(?) as ok', [RELAY_LOCK.toString()])) as {
         rows: Array<{ ok: boolean }>;
       };
-      if (!lock[0]?.ok) return -1;
-      const { rows } = (await trx.raw('select id, topic, message_key, payload, event_id from identity.outbox order by id limit ?', [this.batchSize])) as {
+      if (!lock[0]?.ok) return { moreWaiting: false };
+      const { rows: oldest } = (await trx.raw('select id, topic, message_key, payload, event_ids, event_id from identity.outbox order by id limit ?', [this.batchSize])) as {
         rows: OutboxRow[];
       };
-      if (rows.length === 0) return 0;
+      const rows = withinBatch(oldest, this.batchSize);
+      if (rows.length === 0) return { moreWaiting: false };
+      const moreWaiting = rows.length < oldest.length || oldest.length === this.batchSize;
       const events = await this.resolvedEvents(trx, rows);
-      const done: number[] = [];
-      const byTopic = new Map<OutboxTopic, Array<{ row: OutboxRow; message: OutgoingMessage }>>();
+      const itemsOfRow = new Map<OutboxRow, Item[]>();
+      const byTopic = new Map<OutboxTopic, Item[]>();
       for (const row of rows) {
-        const message = messageOf(row, events);
-        if (!message) {
-          this.o.logger.warn({ outboxId: row.id, eventId: row.event_id }, 'outbox relay: the event is gone; dropping its row');
-          done.push(row.id);
-          continue;
-        }
-        const items = byTopic.get(row.topic);
-        if (items) items.push({ row, message });
-        else byTopic.set(row.topic, [{ row, message }]);
+        const { items, gone } = itemsOf(row, events);
+        if (gone.length > 0) this.o.logger.warn({ outboxId: row.id, eventIds: gone }, 'outbox relay: events are gone; dropping their messages');
+        itemsOfRow.set(row, items);
+        const topicItems = byTopic.get(row.topic);
+        if (topicItems) topicItems.push(...items);
+        else byTopic.set(row.topic, [...items]);
       }
+      const done = new Set<Item>();
       let failed: Error | undefined;
       for (const [topic, all] of byTopic) {
         let items = all;
@@ -167,7 +198,7 @@ export class OutboxRelay {
           for (const item of all) {
             const problem = firstSchemaError(Topics[topic].schema, item.message.value);
             if (problem === undefined) items.push(item);
-            else if (await this.deadLetter(topic, item.row, item.message, `${topic} payload ${problem}`)) done.push(item.row.id);
+            else if (await this.deadLetter(topic, item.row, item.message, `${topic} payload ${problem}`)) done.add(item);
           }
           results = items.length > 0 ? await this.o.bus.produce(this.o.topics[topic], items.map((i) => i.message)) : [];
         }
@@ -175,18 +206,27 @@ export class OutboxRelay {
         const blocked = new Set<string>();
         items.forEach((item, i) => {
           const result = results[i];
-          if (result?.ok && !blocked.has(item.message.key)) done.push(item.row.id);
+          if (result?.ok && !blocked.has(item.message.key)) done.add(item);
           else {
             blocked.add(item.message.key);
             if (result && !result.ok) failed ??= result.error;
           }
         });
       }
-      if (done.length > 0) await trx.raw('delete from identity.outbox where id = any(?::bigint[])', [done]);
-      for (const row of rows) if (row.event_id) this.committed.delete(row.event_id);
-      this.o.metrics?.outboxRelayed.inc(done.length);
-      if (failed && done.length === 0) throw failed;
-      return done.length;
+      const finished: number[] = [];
+      for (const [row, items] of itemsOfRow) {
+        const left = items.filter((i) => !done.has(i));
+        if (left.length === 0) finished.push(row.id);
+        else if (left.length < items.length || left.length < messagesIn(row)) {
+          // Rare (a partial failure): the row keeps what is still to send, so nothing sent is sent again.
+          await trx.raw('update identity.outbox set event_ids = ?::uuid[], event_id = null where id = ?', [left.flatMap((i) => (i.eventId === null ? [] : [i.eventId])), row.id]);
+        }
+      }
+      if (finished.length > 0) await trx.raw('delete from identity.outbox where id = any(?::bigint[])', [finished]);
+      for (const row of rows) for (const eventId of eventIdsOf(row)) this.committed.delete(eventId);
+      this.o.metrics?.outboxRelayed.inc(done.size);
+      if (failed && done.size === 0) throw failed;
+      return { moreWaiting };
     });
   }
 
@@ -198,10 +238,12 @@ export class OutboxRelay {
     const found = new Map<string, ResolvedEvent>();
     const unknown: string[] = [];
     for (const row of rows) {
-      if (row.topic !== 'eventsResolved' || !row.event_id) continue;
-      const event = this.committed.get(row.event_id);
-      if (event) found.set(row.event_id, event);
-      else unknown.push(row.event_id);
+      if (row.topic !== 'eventsResolved') continue;
+      for (const eventId of eventIdsOf(row)) {
+        const event = this.committed.get(eventId);
+        if (event) found.set(eventId, event);
+        else unknown.push(eventId);
+      }
     }
     if (unknown.length > 0) {
       const { rows: stored } = (await trx.raw(
@@ -224,9 +266,9 @@ export class OutboxRelay {
   private async run(): Promise<void> {
     let failures = 0;
     while (!this.stopped) {
-      let relayed: number;
+      let moreWaiting: boolean;
       try {
-        relayed = await this.relayOnce();
+        ({ moreWaiting } = await this.relayOnce());
         failures = 0;
       } catch (err) {
         failures++;
@@ -234,7 +276,7 @@ export class OutboxRelay {
         await this.wait(Math.min(5_000, 100 * 2 ** Math.min(failures, 6)));
         continue;
       }
-      if (relayed < this.batchSize) await this.wait(this.intervalMs);
+      if (!moreWaiting) await this.wait(this.intervalMs);
     }
   }
 

@@ -11,7 +11,6 @@ import {
   planBatch,
   profilesToRescore,
   qualifyingConversions,
-  storedKey,
   survivorsToLoad,
   usageOf,
   type ProfileRow,
@@ -72,7 +71,7 @@ describe('distinctEvents', () => {
 
   it('lets the read state drop the events already stored', () => {
     const { events } = distinctEvents([envelope({ messageId: 'old', anonymousId: 'a1' }), envelope({ messageId: 'new', anonymousId: 'a1' })]);
-    expect(freshEvents(events, { stored: new Set([storedKey(ORG, 'old')]) }).map((e) => e.messageId)).toEqual(['new']);
+    expect(freshEvents(events, { stored: new Set([eventIdFor(ORG, 'old')]) }).map((e) => e.messageId)).toEqual(['new']);
   });
 });
 
@@ -194,7 +193,7 @@ describe('outputs', () => {
     ]);
   });
 
-  it('an updated change per changed profile it did not create, a reference per event, a candidate per qualifying event with the profile’s contact as fallback', () => {
+  it('an updated change per changed profile it did not create, one row naming every event in order, a candidate per qualifying event with the profile’s contact as fallback', () => {
     const { fresh, plan: p } = plan([envelope({ event: 'purchase', anonymousId: 'a1', properties: { value: 10 } }), envelope({ anonymousId: 'a1' })], {
       signals: [signal('anonymous_id', 'a1', P1)],
       profiles: [stored(P1, 'c1')],
@@ -203,9 +202,9 @@ describe('outputs', () => {
     expect(qualifying.map((q) => q.e.eventName)).toEqual(['purchase']);
     expect(contactsNeeded(qualifying)).toEqual([{ orgId: ORG, profileId: P1 }]);
     const out = outputMessages(p, fresh, qualifying, new Map([[P1, { email: 'known@example.com', phone: null }]]));
-    expect(out.map((m) => m.topic)).toEqual(['profilesChanges', 'eventsResolved', 'eventsResolved', 'conversionsCandidates']);
-    expect(out[1]!.eventId).toBe(eventIdFor(ORG, fresh[0]!.messageId));
-    const candidate = out[3]!.payload as { profileId: string; hashedEmail?: string | null };
+    expect(out.map((m) => m.topic)).toEqual(['profilesChanges', 'eventsResolved', 'conversionsCandidates']);
+    expect(out[1]!.eventIds).toEqual([eventIdFor(ORG, fresh[0]!.messageId), eventIdFor(ORG, fresh[1]!.messageId)]);
+    const candidate = out[2]!.payload as { profileId: string; hashedEmail?: string | null };
     expect(candidate.profileId).toBe(P1);
     expect(JSON.stringify(candidate)).not.toContain('known@example.com');
   });

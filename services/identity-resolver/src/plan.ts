@@ -6,7 +6,7 @@ import {
   normaliseEmail,
   normalisePhone,
   profileChange,
-  resolvedEventRef,
+  resolvedEventsRef,
   scoringTime,
   signalKey,
   signalLockKey,
@@ -76,7 +76,7 @@ export interface SignalRow {
 
 /** What the batch's one read statement found, after its identity locks. */
 export interface BatchState {
-  /** orgKey(orgId, messageId) of the events already stored. */
+  /** The ids of the events already stored (an event's id is its organisation's messageId's: eventIdFor). */
   stored: Set<string>;
   signals: SignalRow[];
   /** The signals' profiles, row-locked. */
@@ -87,12 +87,9 @@ export interface BatchState {
 /** The key of `BatchPlan.madeSignals`. */
 export const signalOfOrg = (orgId: string, type: SignalType, value: string): string => orgKey(orgId, signalKey(type, value));
 
-/** The key of `BatchState.stored`. */
-export const storedKey = (orgId: string, messageId: string): string => orgKey(orgId, messageId);
-
 /** The events not stored already: a redelivery or a retry changes nothing of theirs. */
 export function freshEvents(events: readonly PreparedEvent[], state: Pick<BatchState, 'stored'>): PreparedEvent[] {
-  return events.filter((e) => !state.stored.has(orgKey(e.orgId, e.messageId)));
+  return events.filter((e) => !state.stored.has(e.eventId));
 }
 
 /** Profiles the loaded ones were merged into that are not loaded yet: to lock and load next. */
@@ -508,15 +505,15 @@ export function usageOf(fresh: readonly PreparedEvent[]): Array<{ orgId: string;
 
 /**
  * The batch's outputs after its writes: an `updated` change for every
- * profile it changed and did not create, a resolved-event reference per
- * event, and a conversion candidate per qualifying event (with the event's
+ * profile it changed and did not create, one row naming every event (its
+ * events.resolved messages, in order), and a conversion candidate per qualifying event (with the event's
  * contact details, else the profile's).
  */
 export function outputMessages(plan: BatchPlan, fresh: readonly PreparedEvent[], qualifying: Qualifying, contacts: Contacts, defaultPhoneCountryCode?: string): OutboxMessage[] {
   const outbox: OutboxMessage[] = [];
   const createdIds = new Set(plan.created.map((p) => p.id));
   for (const [id, d] of plan.deltas) if (!createdIds.has(id)) outbox.push(profileChange(d.orgId, id, 'updated'));
-  for (const e of fresh) outbox.push(resolvedEventRef(e.eventId));
+  outbox.push(resolvedEventsRef(fresh.map((e) => e.eventId)));
   for (const { e, profileId } of qualifying) {
     const known = contacts.get(profileId);
     const payload = conversionCandidate({
@@ -532,7 +529,7 @@ export function outputMessages(plan: BatchPlan, fresh: readonly PreparedEvent[],
       phone: e.identity.phone ?? normalisePhone(e.properties.phone, defaultPhoneCountryCode) ?? known?.phone ?? null,
       clientIp: e.clientIp,
     });
-    outbox.push({ topic: 'conversionsCandidates', key: profileId, payload, eventId: null });
+    outbox.push({ topic: 'conversionsCandidates', key: profileId, payload, eventIds: null });
   }
   return outbox;
 }

@@ -317,7 +317,7 @@ async function seed(db: Db, orgId: string): Promise<void> {
 /**
  * Loads what the measured reads touch into shared buffers (pg_prewarm), as
  * on a server that has been serving them: every identity table and index but
- * the events heap and the events' unique keys. Skipped where the extension is
+ * the events heap and its primary key. Skipped where the extension is
  * not available.
  */
 async function prewarm(db: Db): Promise<void> {
@@ -331,7 +331,7 @@ async function prewarm(db: Db): Promise<void> {
   const { rows } = (await db.raw(
     `select c.oid::regclass::text as rel from pg_class c join pg_namespace n on n.oid = c.relnamespace
      where n.nspname in ('identity', 'accounts') and c.relkind in ('r', 'i')
-       and c.relname not in ('events', 'events_pkey', 'events_org_message_key')`,
+       and c.relname not in ('events', 'events_pkey')`,
   )) as { rows: Array<{ rel: string }> };
   for (const r of rows) await db.raw('select pg_prewarm(?::regclass)', [r.rel]);
   log(`prewarmed ${rows.length} relations in ${((Date.now() - t) / 1000).toFixed(1)} s`);

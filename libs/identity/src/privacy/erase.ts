@@ -107,7 +107,7 @@ export async function eraseProfile(trx: Db, input: EraseInput): Promise<EraseRes
     clickIds: clicks.map((c) => ({ type: c.click_type, hash: clickIdHash(orgId, c.click_type, c.click_id) })),
     erasedAt: new Date().toISOString(),
   };
-  const message: OutboxMessage = { topic: 'profilesErased', key: survivor, payload: tombstone, eventId: null };
+  const message: OutboxMessage = { topic: 'profilesErased', key: survivor, payload: tombstone, eventIds: null };
   await trx.raw(OUTBOX_INSERT, [outboxRecords([message])]);
   await trx('privacy.erasure_outcomes').insert({ erasure_id: erasureId, org_id: orgId, status: 'done', profile_ids: members, counts: JSON.stringify(counts) });
   await appendAudit(trx, { orgId, actor, action: 'erasure_done', erasureId, details: { profile_ids: members, counts } });
@@ -187,8 +187,15 @@ async function eraseFromSchema(
     ['canonical_ids', 'canonical_ids', byProfile('canonical_ids', 'canonical_ids')],
   ];
   const used = parts.filter(([, table]) => has.has(table));
+  // An events.resolved row names a transaction's events, maybe also others': it keeps those.
+  const namedEvents =
+    has.has('events') && has.has('outbox')
+      ? `, outbox_event_ids as (update ${s('outbox')} o
+           set event_ids = array(select x from unnest(o.event_ids) with ordinality as u (x, n) where x <> all (select id from events) order by n)
+           where o.event_ids && array(select id from events))`
+      : '';
   const { rows: deleted } = (await trx.raw(
-    `with ${used.map(([, , cte]) => cte).join(', ')}
+    `with ${used.map(([, , cte]) => cte).join(', ')}${namedEvents}
      select ${used.map(([name]) => `(select count(*) from ${name})::int as ${name}`).join(', ')}`,
     { org: orgId, ids, keys: ids },
   )) as { rows: Array<Record<string, number>> };

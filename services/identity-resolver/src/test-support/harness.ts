@@ -36,11 +36,24 @@ export class Harness {
     await this.bus.ensureTopics(Object.values(this.topics));
   }
 
+  /** Stops everything, and fails the suite if any row names a profile that does not exist (those tables have no foreign key). */
   async tearDown(): Promise<void> {
     for (const r of this.resolvers.splice(0)) await r.stop().catch(() => undefined);
     for (const b of this.buses.splice(0)) await b.close().catch(() => undefined);
     for (const d of this.extraDbs.splice(0)) await d.destroy().catch(() => undefined);
+    const orphans = this.t ? await this.orphans() : {};
     await this.t?.drop();
+    if (Object.keys(orphans).length > 0) throw new Error(`rows naming no profile: ${JSON.stringify(orphans)}`);
+  }
+
+  /** Per table, the rows whose profile_id names no profile. */
+  async orphans(): Promise<Record<string, number>> {
+    const found: Record<string, number> = {};
+    for (const table of ['events', 'identity_signals', 'profile_sessions', 'click_ids', 'fingerprints']) {
+      const n = await this.count(`select count(*) as n from identity.${table} r where not exists (select 1 from identity.profiles p where p.id = r.profile_id)`, []);
+      if (n > 0) found[table] = n;
+    }
+    return found;
   }
 
   newBus(db: Db = this.t.db): PostgresLogBus {
