@@ -6,3 +6,4 @@ export { testLogger } from './logger';
 export { batch, batchEntry, hostileString, hostileValue, mutatedEvent, nestedValue, validEvent, wideObject } from './arbitraries';
 export { writeDocSection } from './benchmarks-doc';
 export { rawEnvelope, TEST_CLIENT_IP } from './envelopes';
+export { verifiedKey } from './keys';

@@ -217,8 +217,8 @@ export class OutboxRelay {
       for (const [row, items] of itemsOfRow) {
         const left = items.filter((i) => !done.has(i));
         if (left.length === 0) finished.push(row.id);
-        else if (left.length < items.length || left.length < messagesIn(row)) {
-          // Rare (a partial failure): the row keeps what is still to send, so nothing sent is sent again.
+        else if (left.length < messagesIn(row)) {
+          // Some sent or gone (rare: a partial failure): the row keeps what is still to send, so nothing sent is sent again.
           await trx.raw('update identity.outbox set event_ids = ?::uuid[], event_id = null where id = ?', [left.flatMap((i) => (i.eventId === null ? [] : [i.eventId])), row.id]);
         }
       }

@@ -11,6 +11,7 @@ import {
   type RunningHttpServer,
   type VerifiedKey,
 } from '@svc/runtime';
+import { verifiedKey } from '@svc/testkit';
 import { mountBatchRoute, type GatewayDeps } from './batch-route';
 import { gatewayMetrics } from './metrics';
 
@@ -24,26 +25,15 @@ const READ = 'uk_read_' + 'r'.repeat(40);
 const ADMIN = 'uk_admin_' + 'a'.repeat(40);
 const NOW = new Date('2026-11-21T12:00:30.000Z');
 
-const keyFor = (overrides: Partial<VerifiedKey>): VerifiedKey => ({
-  keyId: 'key-1',
-  orgId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f',
-  type: 'write',
-  ipAllowlist: [],
-  originAllowlist: [],
-  ratePerMinuteCap: null,
-  planState: 'active',
-  monthlyEventQuota: null,
-  ...overrides,
-});
 
 class Doubles {
   reset(): void {
     Object.assign(this, new Doubles());
   }
   keys = new Map<string, VerifiedKey>([
-    [WRITE, keyFor({})],
-    [READ, keyFor({ type: 'read' })],
-    [ADMIN, keyFor({ type: 'admin' })],
+    [WRITE, verifiedKey({})],
+    [READ, verifiedKey({ type: 'read' })],
+    [ADMIN, verifiedKey({ type: 'admin' })],
   ]);
   keyError: Error | undefined;
   hits = new Map<string, number>();
@@ -139,8 +129,8 @@ describe('POST /v1-batch: request-level outcomes', () => {
     ['unknown key', () => post({ batch: [] }, { authorization: `Bearer uk_live_${'x'.repeat(40)}` }), 401, { success: false, error: Messages.invalidApiKey }],
     ['read key', () => post({ batch: [] }, { authorization: `Bearer ${READ}` }), 403, { success: false, error: 'Insufficient permissions: this operation requires a write or admin key' }],
     ['verification throws', async () => { doubles.keyError = new Error('db down'); return post({ batch: [] }); }, 500, { success: false, error: Messages.authenticationFailed }],
-    ['IP not allowed', async () => { doubles.keys.set(WRITE, keyFor({ ipAllowlist: ['10.0.0.0/8'] })); return post({ batch: [] }); }, 403, { success: false, code: ErrorCodes.ipNotAllowed }],
-    ['Origin not allowed', async () => { doubles.keys.set(WRITE, keyFor({ originAllowlist: ['https://shop.test'] })); return post({ batch: [] }, { origin: 'https://evil.test' }); }, 403, { success: false, code: ErrorCodes.originNotAllowed }],
+    ['IP not allowed', async () => { doubles.keys.set(WRITE, verifiedKey({ ipAllowlist: ['10.0.0.0/8'] })); return post({ batch: [] }); }, 403, { success: false, code: ErrorCodes.ipNotAllowed }],
+    ['Origin not allowed', async () => { doubles.keys.set(WRITE, verifiedKey({ originAllowlist: ['https://shop.test'] })); return post({ batch: [] }, { origin: 'https://evil.test' }); }, 403, { success: false, code: ErrorCodes.originNotAllowed }],
     ['text/plain', () => post({ batch: [] }, { 'content-type': 'text/plain' }), 400, { success: false, error: Messages.contentTypeNotJson }],
     ['empty body', () => post(''), 400, { success: false, error: Messages.emptyBody }],
     ['invalid JSON', () => post('{"batch": ['), 400, { success: false, error: Messages.invalidJson }],
@@ -149,10 +139,10 @@ describe('POST /v1-batch: request-level outcomes', () => {
     ['JSON array body', () => post([event(1)]), 400, { success: false, error: Messages.batchRequired }],
     ['101 events', () => post({ batch: Array.from({ length: 101 }, (_, i) => event(i)) }), 400, { success: false, error: Messages.batchTooLarge }],
     ['over 1 MiB', () => post({ batch: [event(1, { properties: { pad: 'x'.repeat(1_048_576) } })] }), 413, { success: false, error: Messages.bodyTooLarge(1_048_576), limit_bytes: 1_048_576, hint: BodyLimitHints.batch }],
-    ['plan paused', async () => { doubles.keys.set(WRITE, keyFor({ planState: 'paused' })); return post({ batch: [] }); }, 429, { success: false, error: Messages.quotaPaused, upgrade_url: 'https://example.test/billing' }],
-    ['plan limit reached', async () => { doubles.keys.set(WRITE, keyFor({ planState: 'limit_reached' })); return post({ batch: [] }); }, 429, { success: false, error: Messages.monthlyLimitReached }],
-    ['monthly quota used up', async () => { doubles.keys.set(WRITE, keyFor({ monthlyEventQuota: 10 })); doubles.usage = 10; return post({ batch: [] }); }, 429, { success: false, error: Messages.monthlyLimitReached }],
-    ['usage store down', async () => { doubles.keys.set(WRITE, keyFor({ monthlyEventQuota: 10 })); doubles.usageError = new Error('timeout'); return post({ batch: [] }); }, 503, { success: false, error: Messages.usageCheckFailed }],
+    ['plan paused', async () => { doubles.keys.set(WRITE, verifiedKey({ planState: 'paused' })); return post({ batch: [] }); }, 429, { success: false, error: Messages.quotaPaused, upgrade_url: 'https://example.test/billing' }],
+    ['plan limit reached', async () => { doubles.keys.set(WRITE, verifiedKey({ planState: 'limit_reached' })); return post({ batch: [] }); }, 429, { success: false, error: Messages.monthlyLimitReached }],
+    ['monthly quota used up', async () => { doubles.keys.set(WRITE, verifiedKey({ monthlyEventQuota: 10 })); doubles.usage = 10; return post({ batch: [] }); }, 429, { success: false, error: Messages.monthlyLimitReached }],
+    ['usage store down', async () => { doubles.keys.set(WRITE, verifiedKey({ monthlyEventQuota: 10 })); doubles.usageError = new Error('timeout'); return post({ batch: [] }); }, 503, { success: false, error: Messages.usageCheckFailed }],
     ['log down', async () => { doubles.busDown = true; return post({ batch: [event(1)] }); }, 503, { success: false, error: Messages.serviceUnavailable }],
   ];
   it.each(cases)('%s', async (_name, send, status, body) => {
@@ -164,17 +154,17 @@ describe('POST /v1-batch: request-level outcomes', () => {
   });
 
   it('answers the exact bodies and headers of each 429 and 503', async () => {
-    doubles.keys.set(WRITE, keyFor({ planState: 'paused' }));
+    doubles.keys.set(WRITE, verifiedKey({ planState: 'paused' }));
     const paused = await post({ batch: [] });
     expect(paused.headers.get('retry-after')).toBe('86400');
     expect(paused.body).toEqual({ success: false, error: Messages.quotaPaused, upgrade_url: 'https://example.test/billing' });
 
-    doubles.keys.set(WRITE, keyFor({ planState: 'limit_reached' }));
+    doubles.keys.set(WRITE, verifiedKey({ planState: 'limit_reached' }));
     const monthly = await post({ batch: [] });
     expect(monthly.headers.get('retry-after')).toBeNull();
     expect(monthly.body).toEqual({ success: false, error: Messages.monthlyLimitReached });
 
-    doubles.keys.set(WRITE, keyFor({ monthlyEventQuota: 5 }));
+    doubles.keys.set(WRITE, verifiedKey({ monthlyEventQuota: 5 }));
     doubles.usageError = new Error('x');
     const usage = await post({ batch: [] });
     expect(usage.headers.get('retry-after')).toBe('30');
@@ -202,7 +192,7 @@ describe('POST /v1-batch: request-level outcomes', () => {
   });
 
   it('checks in the spec order: authentication before the body, the body before limits', async () => {
-    doubles.keys.set(WRITE, keyFor({ planState: 'paused' }));
+    doubles.keys.set(WRITE, verifiedKey({ planState: 'paused' }));
     expect((await post('not json', { authorization: '' })).status).toBe(401);
     expect((await post('not json')).status).toBe(400);
     expect(doubles.hits.size).toBe(0);
@@ -222,12 +212,12 @@ describe('POST /v1-batch: rate limits', () => {
   });
 
   it('a key cap tightens the per-IP limit and never loosens it', async () => {
-    doubles.keys.set(WRITE, keyFor({ ratePerMinuteCap: 3 }));
+    doubles.keys.set(WRITE, verifiedKey({ ratePerMinuteCap: 3 }));
     for (let i = 0; i < 3; i++) expect((await post({ batch: [] })).status).toBe(200);
     const res = await post({ batch: [] });
     expect(res.body).toMatchObject({ error: 'Rate limit exceeded: max 3 requests per minute per IP', code: 'rate_limited' });
     doubles.reset();
-    doubles.keys.set(WRITE, keyFor({ ratePerMinuteCap: 500 }));
+    doubles.keys.set(WRITE, verifiedKey({ ratePerMinuteCap: 500 }));
     for (let i = 0; i < 100; i++) await post({ batch: [] });
     expect((await post({ batch: [] })).headers.get('x-ratelimit-limit')).toBe('100');
   });
@@ -334,7 +324,7 @@ describe('POST /v1-batch: per-event outcomes', () => {
   });
 
   it('marks successful responses in a grace period, exposed to browsers', async () => {
-    doubles.keys.set(WRITE, keyFor({ planState: 'grace' }));
+    doubles.keys.set(WRITE, verifiedKey({ planState: 'grace' }));
     const res = await post({ batch: [event(1)] });
     expect(res.headers.get('x-svc-quota-status')).toBe('grace');
     expect(res.headers.get('access-control-expose-headers')).toContain('X-SVC-Quota-Status');

@@ -44,11 +44,14 @@ export function mountBatchRoute(router: Router, deps: GatewayDeps): void {
     const ip = clientIp(req, deps.trustedProxies);
 
     // 1. Authentication (and the key's type and allowlists).
-    const admit = (fresh?: boolean) => authenticate({ headers: req.headers, clientIp: ip }, deps.keys, KeyRequirements.write, { fresh });
-    const key = await admit();
+    const request = { headers: req.headers, clientIp: ip };
+    const admission: Admission = {
+      key: await authenticate(request, deps.keys, KeyRequirements.write),
+      reauthenticate: () => authenticate(request, deps.keys, KeyRequirements.write, { fresh: true }),
+    };
 
     // 2. Batch shape: Content-Type, size while streaming, JSON, the batch array.
-    const batch = await refusingUnconfirmedKeyFirst(key, admit, async () => {
+    const batch = await refusingUnconfirmedKeyFirst(admission, async () => {
       const body = await readJsonBody(req, { limitBytes: LIMIT, hint: BodyLimitHints.batch });
       const events = (body as { batch?: unknown } | null)?.batch;
       if (typeof body !== 'object' || body === null || !Array.isArray(events)) {
@@ -58,9 +61,17 @@ export function mountBatchRoute(router: Router, deps: GatewayDeps): void {
       return events;
     });
 
-    await ingestBatch(deps, { key, reauthenticate: () => admit(true), ip, batch, started, receivedAt: now() }, res);
+    await ingestBatch(deps, { ...admission, ip, batch, started, receivedAt: now() }, res);
   });
   router.all('/v1-batch', methodNotAllowed(['POST']));
+}
+
+/** An authenticated request's key, and how to authenticate the request again from the database. */
+export interface Admission {
+  /** Maybe `unconfirmed` (a cache served it): the rate-limit step confirms it. */
+  key: VerifiedKey;
+  /** Authenticates the request again from the database: 401 or 403 if the key no longer may make it. */
+  reauthenticate: () => Promise<VerifiedKey>;
 }
 
 /**
@@ -69,21 +80,17 @@ export function mountBatchRoute(router: Router, deps: GatewayDeps): void {
  * since is refused as authentication says (401 or 403) rather than for the
  * request's other faults.
  */
-export async function refusingUnconfirmedKeyFirst<T>(key: VerifiedKey, admit: (fresh: true) => Promise<VerifiedKey>, step: () => Promise<T>): Promise<T> {
+export async function refusingUnconfirmedKeyFirst<T>({ key, reauthenticate }: Admission, step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (err) {
-    if (key.unconfirmed) await admit(true);
+    if (key.unconfirmed) await reauthenticate();
     throw err;
   }
 }
 
 /** An authenticated request whose body held a batch of at most 100 events. */
-export interface AdmittedBatch {
-  /** Maybe `unconfirmed` (a cache served it): the rate-limit step confirms it. */
-  key: VerifiedKey;
-  /** Authenticates the request again from the database: 401 or 403 if the key no longer may make it. */
-  reauthenticate: () => Promise<VerifiedKey>;
+export interface AdmittedBatch extends Admission {
   ip: string;
   batch: readonly unknown[];
   /** performance.now() when the request arrived, for duration_ms. */

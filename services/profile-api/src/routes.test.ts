@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Messages } from '@svc/contracts';
-import { createLogger, createMetrics, serveHttp, type RunningHttpServer, type VerifiedKey } from '@svc/runtime';
+import { createLogger, createMetrics, serveHttp, type RunningHttpServer } from '@svc/runtime';
+import { verifiedKey } from '@svc/testkit';
 import { CursorCodec } from './cursor';
 import { mountProfiles } from './routes';
 import type { ProfileStore } from './store';
@@ -9,16 +10,7 @@ import type { ProfileStore } from './store';
 describe('Profiles API failures', () => {
   let server: RunningHttpServer;
   let failure: unknown;
-  const key: VerifiedKey = {
-    keyId: 'k1',
-    orgId: '0b6f3a8e-8f9c-4d0e-9a51-1c2d3e4f5a6b',
-    type: 'admin',
-    ipAllowlist: [],
-    originAllowlist: [],
-    ratePerMinuteCap: null,
-    planState: 'active',
-    monthlyEventQuota: null,
-  };
+  const key = verifiedKey({ keyId: 'k1', orgId: '0b6f3a8e-8f9c-4d0e-9a51-1c2d3e4f5a6b', type: 'admin' });
   const failing = async () => {
     throw failure;
   };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { ErrorCodes, Messages } from '@svc/contracts';
 import { HttpError } from '../http';
+import { verifiedKey } from '@svc/testkit';
 import type { VerifiedKey } from '../accounts/store';
 import { KeyRequirements, authenticate, type KeyRequirement, type KeyVerifier } from './authenticate';
 
@@ -8,20 +9,7 @@ const KEY = 'uk_live_' + 'a'.repeat(40);
 
 function verifierWith(overrides: Partial<VerifiedKey> = {}): KeyVerifier {
   return {
-    verifyApiKey: async (key) =>
-      key === KEY
-        ? {
-            keyId: 'k1',
-            orgId: 'o1',
-            type: 'write',
-            ipAllowlist: [],
-            originAllowlist: [],
-            ratePerMinuteCap: null,
-            planState: 'active',
-            monthlyEventQuota: null,
-            ...overrides,
-          }
-        : undefined,
+    verifyApiKey: async (key) => (key === KEY ? verifiedKey({ keyId: 'k1', orgId: 'o1', ...overrides }) : undefined),
   };
 }
 
@@ -93,16 +81,7 @@ describe('authenticate', () => {
 });
 
 describe('authenticate with a key a cache served', () => {
-  const base: VerifiedKey = {
-    keyId: 'k1',
-    orgId: 'o1',
-    type: 'write',
-    ipAllowlist: [],
-    originAllowlist: [],
-    ratePerMinuteCap: null,
-    planState: 'active',
-    monthlyEventQuota: null,
-  };
+  const base = verifiedKey({ keyId: 'k1', orgId: 'o1' });
   const unconfirmed = { sql: 'select 1', bindings: [] };
   /** Serves `held` (unconfirmed) unless asked for a fresh read, which answers `current`; records each read. */
   function cached(held: Partial<VerifiedKey>, current: Partial<VerifiedKey> | undefined) {

@@ -55,7 +55,7 @@ export async function authenticate(
 
   const verify = async (fresh: boolean) => {
     try {
-      return await verifier.verifyApiKey(parsed.key, fresh ? { fresh } : undefined);
+      return await verifier.verifyApiKey(parsed.key, { fresh });
     } catch (err) {
       throw new HttpError(500, Messages.authenticationFailed, { cause: err });
     }

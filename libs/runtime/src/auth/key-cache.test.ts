@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { verifiedKey } from '@svc/testkit';
 import type { SqlCondition } from '../db/db';
 import type { VerifiedKey } from '../accounts/store';
 import { KeyCache } from './key-cache';
@@ -15,17 +16,7 @@ function accounts(known: Map<string, Partial<VerifiedKey>>) {
         reads.push(key);
         const k = known.get(key);
         if (!k) return undefined;
-        const verified: VerifiedKey = {
-          keyId: key.slice(-4),
-          orgId: 'o1',
-          type: 'write',
-          ipAllowlist: [],
-          originAllowlist: [],
-          ratePerMinuteCap: null,
-          planState: 'active',
-          monthlyEventQuota: null,
-          ...k,
-        };
+        const verified = verifiedKey({ keyId: key.slice(-4), orgId: 'o1', ...k });
         return { key: verified, unchanged: { sql: 'select 1 where ? = ?', bindings: [verified.keyId, 'v1'] } };
       },
     },

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { ErrorCodes, Messages, Topics, type RawEventEnvelope } from '@svc/contracts';
 import type { OutgoingMessage, ProduceResult } from '@svc/bus';
 import { createApp, createLogger, createMetrics, startHttpServer, type RateLimitRule, type RunningHttpServer, type VerifiedKey } from '@svc/runtime';
+import { verifiedKey } from '@svc/testkit';
 import { mountSegmentRoutes } from './routes';
 import { batchRateRules } from '../limits';
 import { gatewayMetrics } from '../metrics';
@@ -16,16 +17,7 @@ import { gatewayMetrics } from '../metrics';
 const WRITE = 'uk_live_' + 'w'.repeat(40);
 const READ = 'uk_read_' + 'r'.repeat(40);
 const NOW = new Date('2026-11-21T12:00:30.000Z');
-const key = (type: VerifiedKey['type']): VerifiedKey => ({
-  keyId: `key-${type}`,
-  orgId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f',
-  type,
-  ipAllowlist: [],
-  originAllowlist: [],
-  ratePerMinuteCap: null,
-  planState: 'active',
-  monthlyEventQuota: null,
-});
+const key = (type: VerifiedKey['type']): VerifiedKey => verifiedKey({ keyId: `key-${type}`, type });
 const KEYS = new Map([[WRITE, key('write')], [READ, key('read')]]);
 
 let produced: Array<OutgoingMessage<RawEventEnvelope>> = [];

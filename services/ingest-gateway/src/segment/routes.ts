@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import { BodyLimitHints, EVENT_TYPES, Limits, Messages, type EventType } from '@svc/contracts';
 import { HttpError, clientIp, methodNotAllowed, rejectOversizedContentLength } from '@svc/runtime';
-import { ingestBatch, refusingUnconfirmedKeyFirst, type GatewayDeps } from '../batch-route';
+import { ingestBatch, refusingUnconfirmedKeyFirst, type Admission, type GatewayDeps } from '../batch-route';
 import { readSegmentBody } from './body';
 import { fromSegment, type SegmentEnvelope } from './map-event';
 import { authenticateWriteKey, writeKeyFromBody, writeKeyFromHeader } from './write-key';
@@ -25,21 +25,22 @@ export function mountSegmentRoutes(router: Router, deps: GatewayDeps): void {
       const started = performance.now();
       const ip = clientIp(req, deps.trustedProxies);
       // A key in the header is checked before the body is read, as on /v1-batch; one in the body only can be checked after.
-      const admitting = (writeKey: string) => (fresh?: boolean) => authenticateWriteKey(writeKey, { headers: req.headers, clientIp: ip }, deps.keys, { fresh });
+      const admit = async (writeKey: string): Promise<Admission> => {
+        const request = { headers: req.headers, clientIp: ip };
+        return {
+          key: await authenticateWriteKey(writeKey, request, deps.keys),
+          reauthenticate: () => authenticateWriteKey(writeKey, request, deps.keys, { fresh: true }),
+        };
+      };
       const source = writeKeyFromHeader(req.headers.authorization);
-      let admit = source.kind === 'header' ? admitting(source.key) : undefined;
-      let key = admit && (await admit());
-      const body = key && admit ? await refusingUnconfirmedKeyFirst(key, admit, () => readSegmentBody(req)) : await readSegmentBody(req);
-      if (!key || !admit) {
-        admit = admitting(writeKeyFromBody(body));
-        key = await admit();
-      }
-      const { messages, type } = await refusingUnconfirmedKeyFirst(key, admit, async () => messagesOf(body));
+      const byHeader = source.kind === 'header' ? await admit(source.key) : undefined;
+      const body = byHeader ? await refusingUnconfirmedKeyFirst(byHeader, () => readSegmentBody(req)) : await readSegmentBody(req);
+      const admission = byHeader ?? (await admit(writeKeyFromBody(body)));
+      const { messages, type } = await refusingUnconfirmedKeyFirst(admission, async () => messagesOf(body));
       const receivedAt = now();
       const envelope = body as SegmentEnvelope;
       const batch = messages.map((message) => fromSegment(message, envelope, receivedAt, type));
-      const reauthenticate = admit;
-      await ingestBatch(deps, { key, reauthenticate: () => reauthenticate(true), ip, batch, started, receivedAt }, res);
+      await ingestBatch(deps, { ...admission, ip, batch, started, receivedAt }, res);
     });
     router.all(`${SEGMENT_BASE_PATH}${path}`, methodNotAllowed(['POST']));
   };
