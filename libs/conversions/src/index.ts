@@ -1,5 +1,5 @@
 import { DEFAULT_QUALIFYING_NAMES } from '@svc/contracts';
-import type { Db } from '@svc/runtime';
+import { preparedRaw, type Db } from '@svc/runtime';
 
 /**
  * The `conversions` schema: its migrations, and the one way another service
@@ -23,7 +23,10 @@ export const isClickExhaustedSql = (alias: string): string =>
  * has none: the resolver then queues no candidates for it.
  */
 export async function qualifyingConversionNames(db: Db, orgId: string): Promise<ReadonlySet<string>> {
-  const rows = (await db('conversions.connectors').where({ org_id: orgId, state: 'active' }).select('event_names')) as Array<{ event_names: string[] | null }>;
+  // Asked once per organisation in every resolver transaction: a prepared statement.
+  const { rows } = (await preparedRaw(db, `select event_names from conversions.connectors where org_id = ? and state = 'active'`, [orgId])) as {
+    rows: Array<{ event_names: string[] | null }>;
+  };
   const names = new Set<string>();
   for (const { event_names } of rows) for (const n of event_names ?? DEFAULT_QUALIFYING_NAMES) names.add(n);
   return names;

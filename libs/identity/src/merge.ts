@@ -1,4 +1,4 @@
-import { NotFoundError, ValidationError, type Db } from '@svc/runtime';
+import { NotFoundError, ValidationError, preparedRaw, type Db } from '@svc/runtime';
 import { OUTBOX_INSERT, outboxRecords, profileChange, writeOutbox } from './outbox-records';
 import { resolveProfileId } from './profiles';
 import { holdOffReplay } from './replay-lock';
@@ -32,7 +32,7 @@ interface LockedProfile {
 
 /** Row-locks live profiles of an organisation in id order; returns what it found. */
 async function lockProfiles(trx: Db, orgId: string, ids: readonly string[]): Promise<LockedProfile[]> {
-  const { rows } = (await trx.raw(
+  const { rows } = (await preparedRaw(trx, 
     'select id, merged_into from identity.profiles where org_id = ? and id = any(?::uuid[]) order by id for update',
     [orgId, [...new Set(ids)]],
   )) as { rows: LockedProfile[] };
@@ -83,7 +83,7 @@ export async function mergeLockedProfiles(trx: Db, input: MergeInput): Promise<v
   // Everything in one statement (one round trip): the moves, the counters, the marks, the audit row
   // and the outbox row. The parts touch different rows, so they cannot see or undo each other; the
   // target's session count adds the sessions the move actually inserted.
-  const { rows } = (await trx.raw(
+  const { rows } = (await preparedRaw(trx, 
     `with signals as (
        update identity.identity_signals set profile_id = :t where org_id = :org and profile_id = :s
      ), events as (
@@ -149,7 +149,7 @@ export async function mergeLockedProfiles(trx: Db, input: MergeInput): Promise<v
 
 /** stability_score = the share of the profile's fingerprinted events that carried the hash. */
 async function updateStability(trx: Db, orgId: string, profileIds: readonly string[]): Promise<void> {
-  await trx.raw(
+  await preparedRaw(trx, 
     `update identity.fingerprints f set stability_score = f.occurrence_count::real / t.total
      from (select profile_id, sum(occurrence_count) as total from identity.fingerprints
            where org_id = ? and profile_id = any(?::uuid[]) group by profile_id) t

@@ -1,6 +1,6 @@
 export { AppError, NotFoundError, UnavailableError, ValidationError } from './errors';
 export { env, loadConfig, loadConfigOrExit, type ConfigValues, type VarSpec } from './config/config';
-export { createDb, type Db, type SqlCondition } from './db/db';
+export { createDb, preparedRaw, type Db, type SqlCondition } from './db/db';
 export { isDatabaseUnavailable, isStatementMismatch, NETWORK_ERROR_CODES } from './db/unavailable';
 export { runMigrations, sqlMigration, type Migration, type MigrationSet } from './db/migrations';
 export { pendingMigrations } from './db/pending-migrations';

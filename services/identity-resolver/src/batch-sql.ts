@@ -1,4 +1,4 @@
-import { AccountsStore, type Db } from '@svc/runtime';
+import { AccountsStore, preparedRaw, type Db } from '@svc/runtime';
 import { ConcurrentWriteError, HOLD_OFF_REPLAY, OUTBOX_INSERT, mergeLockedProfiles, outboxRecords, type OutboxMessage, type SignalType } from '@svc/identity';
 import { lookupSignals, signalOfOrg, survivorsToLoad, type BatchPlan, type BatchState, type Contacts, type Effects, type ProfileRow } from './plan';
 import type { PreparedEvent } from './prepare';
@@ -15,7 +15,7 @@ import type { PreparedEvent } from './prepare';
  * follows must read with a snapshot taken after the locks were granted.
  */
 export async function lockIdentities(trx: Db, keys: readonly bigint[]): Promise<void> {
-  await trx.raw(`select ${HOLD_OFF_REPLAY}, (select count(pg_advisory_xact_lock(k)) from unnest(?::bigint[]) as k)`, [keys.map(String)]);
+  await preparedRaw(trx, `select ${HOLD_OFF_REPLAY}, (select count(pg_advisory_xact_lock(k)) from unnest(?::bigint[]) as k)`, [keys.map(String)]);
 }
 
 /**
@@ -25,7 +25,7 @@ export async function lockIdentities(trx: Db, keys: readonly bigint[]): Promise<
  */
 export async function readBatchState(trx: Db, events: readonly PreparedEvent[]): Promise<BatchState> {
   const wanted = events.flatMap((e) => lookupSignals(e).map((s) => ({ orgId: e.orgId, ...s })));
-  const { rows } = (await trx.raw(
+  const { rows } = (await preparedRaw(trx, 
     `with signals as materialized (
        select s.org_id, s.signal_type, s.signal_value, s.profile_id
        from unnest(:sigOrgs::uuid[], :sigTypes::text[], :sigValues::text[]) as k (org_id, signal_type, signal_value)
@@ -63,7 +63,7 @@ export async function loadSurvivors(trx: Db, read: readonly ProfileRow[]): Promi
   let toLock = survivorsToLoad(profiles, read);
   for (let round = 0; toLock.length > 0; round++) {
     if (round > 16) throw new Error('merged_into chain does not end');
-    const { rows } = (await trx.raw(
+    const { rows } = (await preparedRaw(trx, 
       `select id, org_id, canonical_id, user_id, merged_into from identity.profiles
        where id = any(?::uuid[]) order by id for update`,
       [toLock],
@@ -77,7 +77,7 @@ export async function loadSurvivors(trx: Db, read: readonly ProfileRow[]): Promi
 /** The batch's new profiles and their `created` changes: first, as merges and events point at them. */
 export async function insertProfiles(trx: Db, plan: Pick<BatchPlan, 'created' | 'createdChanges'>): Promise<void> {
   if (plan.created.length === 0) return;
-  await trx.raw(
+  await preparedRaw(trx, 
     `with profiles as (
        insert into identity.profiles (id, org_id, canonical_id, first_seen_at, last_seen_at)
        select id, org_id, canonical_id, first_seen_at, last_seen_at
@@ -109,7 +109,7 @@ export async function mergeProfiles(trx: Db, merges: BatchPlan['merges'], actor:
  * in one order.
  */
 export async function writeEffects(trx: Db, effects: Effects, madeSignals: ReadonlySet<string>): Promise<void> {
-  const { rows: result } = (await trx.raw(
+  const { rows: result } = (await preparedRaw(trx, 
     `with events as (
        insert into identity.events (id, org_id, message_id, profile_id, event_name, event_timestamp, received_at,
                                     properties, context, traits, anonymous_id, user_id, resolution_method)
@@ -225,7 +225,7 @@ export async function rescoreAndReadContacts(
 ): Promise<Contacts> {
   const contacts: Contacts = new Map();
   if (rescore.length === 0 && contactsOf.length === 0) return contacts;
-  const { rows } = (await trx.raw(
+  const { rows } = (await preparedRaw(trx, 
     `with stability as (
        update identity.fingerprints f set stability_score = f.occurrence_count::real / t.total
        from (select f.org_id, f.profile_id, sum(f.occurrence_count) as total
@@ -260,7 +260,7 @@ export async function rescoreAndReadContacts(
  * for this statement and the commit.
  */
 export async function addUsageAndOutputs(trx: Db, usage: Array<{ orgId: string; at: Date; count: number }>, outbox: readonly OutboxMessage[]): Promise<void> {
-  await trx.raw(
+  await preparedRaw(trx, 
     `with usage as (
        ${AccountsStore.usageUpsertSql(':usage')}
      ), outbox as (

@@ -1,6 +1,6 @@
 import { DLQ_REASON_HEADER, SchemaViolationError, deadLetterTopicFor, type Bus, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import { Topics, firstSchemaError, type ResolvedEvent } from '@svc/contracts';
-import type { Db, Logger } from '@svc/runtime';
+import { preparedRaw, type Db, type Logger } from '@svc/runtime';
 import { namedLockKey, type OutboxTopic, type OutputTopics } from '@svc/identity';
 import { type ResolverMetrics } from './metrics';
 import { resolvedEventOf, type ResolvedEventRow } from './plan';
@@ -158,11 +158,11 @@ export class OutboxRelay {
    */
   async relayOnce(): Promise<{ moreWaiting: boolean }> {
     return this.o.db.transaction(async (trx) => {
-      const { rows: lock } = (await trx.raw('select pg_try_advisory_xact_lock(?) as ok', [RELAY_LOCK.toString()])) as {
+      const { rows: lock } = (await preparedRaw(trx, 'select pg_try_advisory_xact_lock(?) as ok', [RELAY_LOCK.toString()])) as {
         rows: Array<{ ok: boolean }>;
       };
       if (!lock[0]?.ok) return { moreWaiting: false };
-      const { rows: oldest } = (await trx.raw('select id, topic, message_key, payload, event_ids, event_id from identity.outbox order by id limit ?', [this.batchSize])) as {
+      const { rows: oldest } = (await preparedRaw(trx, 'select id, topic, message_key, payload, event_ids, event_id from identity.outbox order by id limit ?', [this.batchSize])) as {
         rows: OutboxRow[];
       };
       const rows = withinBatch(oldest, this.batchSize);
@@ -219,10 +219,10 @@ export class OutboxRelay {
         if (left.length === 0) finished.push(row.id);
         else if (left.length < messagesIn(row)) {
           // Some sent or gone (rare: a partial failure): the row keeps what is still to send, so nothing sent is sent again.
-          await trx.raw('update identity.outbox set event_ids = ?::uuid[], event_id = null where id = ?', [left.flatMap((i) => (i.eventId === null ? [] : [i.eventId])), row.id]);
+          await preparedRaw(trx, 'update identity.outbox set event_ids = ?::uuid[], event_id = null where id = ?', [left.flatMap((i) => (i.eventId === null ? [] : [i.eventId])), row.id]);
         }
       }
-      if (finished.length > 0) await trx.raw('delete from identity.outbox where id = any(?::bigint[])', [finished]);
+      if (finished.length > 0) await preparedRaw(trx, 'delete from identity.outbox where id = any(?::bigint[])', [finished]);
       for (const row of rows) for (const eventId of eventIdsOf(row)) this.committed.delete(eventId);
       this.o.metrics?.outboxRelayed.inc(done.size);
       if (failed && done.size === 0) throw failed;
@@ -246,7 +246,7 @@ export class OutboxRelay {
       }
     }
     if (unknown.length > 0) {
-      const { rows: stored } = (await trx.raw(
+      const { rows: stored } = (await preparedRaw(trx, 
         `select id, org_id, message_id, profile_id, event_name, event_timestamp, received_at, properties, context, resolution_method
          from identity.events where id = any(?::uuid[])`,
         [unknown],

@@ -44,6 +44,7 @@ const benchConfigSpec = {
   BENCH_CONCURRENCY: env.list({ description: 'Requests in flight, one step each', default: ['1', '4', '8', '16', '32'] }),
   BENCH_TIERS: env.list({ description: '`postgres`, `kafka` or both: which tiers to measure', default: ['postgres', 'kafka'] }),
   BENCH_WRITE_DOC: env.bool({ description: 'Write the tables into docs/benchmarks.md (false: print only)', default: true }),
+  BENCH_BATCH_EVENTS: env.int({ description: 'Events per request (100: a collector\'s batch; 5 to 30: what the browser library sends)', default: 100, min: 1, max: 500 }),
   BENCH_WARMUP_MS: env.int({ description: 'Unmeasured load first, so JIT and first-use compilation are not counted', default: 3_000, min: 0 }),
   BENCH_GATEWAY_REPLICAS: env.list({ description: 'Gateway processes per run, one run each', default: ['1', '2'] }),
   BENCH_GATEWAY_MAIN: env.optionalString({ description: "Another build's main.js to measure (A/B runs); default this one" }),
@@ -163,7 +164,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
           urls: [peerUrl],
           keys: async () => ['peer'],
           cpuSeconds: () => (knobs.BENCH_PEER_PID ? cpuSeconds(knobs.BENCH_PEER_PID) : 0),
-          load: { authorization: () => knobs.BENCH_PEER_AUTH, accepted: () => 100 },
+          load: { authorization: () => knobs.BENCH_PEER_AUTH, accepted: () => knobs.BENCH_BATCH_EVENTS },
         }
       : undefined;
     const step = async (label: string, concurrency: number, durationMs: number, target: Target = ours): Promise<StepResult> => {
@@ -178,7 +179,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
         sourceIps: SOURCE_IPS,
         concurrency,
         durationMs,
-        body: (seq) => batchBody(seq, `${runId}${label}${target.name}`),
+        body: (seq) => batchBody(seq, `${runId}${label}${target.name}`, knobs.BENCH_BATCH_EVENTS),
         ...target.load,
       });
       const own = process.cpuUsage(own0);

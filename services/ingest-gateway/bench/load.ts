@@ -98,10 +98,10 @@ function post(url: string, agent: http.Agent, authorization: string, body: strin
   });
 }
 
-/** A batch of 100 realistic ~1 KB events (page/track mix with campaign context). */
-export function batchBody(seq: number, runId: string): string {
+/** A batch of `events` realistic ~1 KB events (page/track mix with campaign context). */
+export function batchBody(seq: number, runId: string, events: number): string {
   const now = new Date().toISOString();
-  const batch = Array.from({ length: 100 }, (_, i) => {
+  const batch = Array.from({ length: events }, (_, i) => {
     const visitor = `anon_${runId}_${(seq * 7 + i) % 5000}`;
     return {
       type: i % 3 === 0 ? 'page' : 'track',

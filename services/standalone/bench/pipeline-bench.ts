@@ -158,7 +158,7 @@ async function main(): Promise<void> {
   // BENCH_PG_STATEMENTS: pg_stat_statements, to log where the database's time goes (a diagnosis, not a figure).
   const pg = await startEmbeddedPostgres({
     dataDir,
-    ...(PG_STATEMENTS ? { settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } } : {}),
+    ...(PG_STATEMENTS ? { settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all', 'pg_stat_statements.track_planning': 'on' } } : {}),
   });
   const postmaster = Number(readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
   const results: TierResult[] = [];
@@ -522,14 +522,18 @@ async function seed(db: Db): Promise<Array<{ id: string; key: string }>> {
 
 /** The statements the database spent its time on over the window (pg_stat_statements, every database of the server). */
 async function logStatements(db: Db, label: string, seconds: number): Promise<void> {
-  const { rows } = await db.raw<{ rows: Array<{ q: string; calls: string; total: number; mean: number; max: number }> }>(
-    `select left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as q, calls, total_exec_time as total, mean_exec_time as mean, max_exec_time as max
-     from pg_stat_statements order by total_exec_time desc limit 20`,
+  const { rows } = await db.raw<{ rows: Array<{ q: string; calls: string; total: number; plan: number; mean: number; max: number }> }>(
+    `select left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as q, calls, total_exec_time as total, total_plan_time as plan,
+            mean_exec_time as mean, max_exec_time as max
+     from pg_stat_statements order by total_exec_time + total_plan_time desc limit 20`,
   );
   log(
-    `${label}: statements by time in the database over ${seconds.toFixed(0)} s (ms/s, calls/s, mean ms, max ms):\n` +
+    `${label}: statements by time in the database over ${seconds.toFixed(0)} s (ms/s executing, ms/s planning, calls/s, mean ms, max ms):\n` +
       rows
-        .map((r) => `  ${(r.total / seconds).toFixed(0).padStart(5)}  ${(Number(r.calls) / seconds).toFixed(1).padStart(7)}  ${r.mean.toFixed(2).padStart(7)}  ${r.max.toFixed(0).padStart(6)}  ${r.q}`)
+        .map(
+          (r) =>
+            `  ${(r.total / seconds).toFixed(0).padStart(5)}  ${(r.plan / seconds).toFixed(0).padStart(5)}  ${(Number(r.calls) / seconds).toFixed(1).padStart(7)}  ${r.mean.toFixed(2).padStart(7)}  ${r.max.toFixed(0).padStart(6)}  ${r.q}`,
+        )
         .join('\n'),
   );
   // An update that changes no indexed column and finds room on its page is HOT: no new index entries.

@@ -99,10 +99,11 @@ export class GroupSession {
    * cannot commit over its successor.
    */
   async commit(tp: TopicPartition, nextOffset: number): Promise<void> {
-    await this.q.query('update bus.offsets set next_offset = $2, committed_at = now() where id = $1', [
-      await this.lockId(tp),
-      nextOffset,
-    ]);
+    await this.q.query({
+      name: 'svc_bus_commit',
+      text: 'update bus.offsets set next_offset = $2, committed_at = now() where id = $1',
+      values: [await this.lockId(tp), nextOffset],
+    });
   }
 
   /** Leaves cleanly: releases every lock, deletes the member, and tells the others. */

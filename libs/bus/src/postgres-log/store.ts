@@ -1,4 +1,4 @@
-import type { QueryResult, QueryResultRow } from 'pg';
+import type { QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import type { OutgoingMessage } from '../port';
 import { partitionFor } from '../validate';
 
@@ -9,6 +9,8 @@ import { partitionFor } from '../validate';
  */
 export interface Queryable {
   query<R extends QueryResultRow = QueryResultRow>(text: string, values?: unknown[]): Promise<QueryResult<R>>;
+  /** With a `name`, a prepared statement: parsed and planned once per session (the hot statements: append, read, commit). */
+  query<R extends QueryResultRow = QueryResultRow>(config: QueryConfig<unknown[]>): Promise<QueryResult<R>>;
 }
 
 /** NOTIFY channel of appends; the payload is the topic name. */
@@ -68,8 +70,9 @@ export async function append(
     return { p: partition, i: index, k: m.key, v: m.value ?? null, h: m.headers ?? {} };
   });
   const wanted = [...counts.keys()];
-  const { rows: result } = await q.query<{ stored: number }>(
-    `with locked as (
+  const { rows: result } = await q.query<{ stored: number }>({
+    name: 'svc_bus_append',
+    text: `with locked as (
        select partition from bus.partitions
        where topic = $1 and partition = any($2::int[])
        order by partition
@@ -89,8 +92,8 @@ export async function append(
      -- The notification is delivered at commit, and only if the transaction commits. Sent by this
      -- statement, so the heads' locks are held for no extra round trip.
      select count(*)::int as stored, pg_notify($5, $1) from inserted`,
-    [topic, wanted, wanted.map((p) => counts.get(p)), JSON.stringify(rows), MESSAGES_CHANNEL],
-  );
+    values: [topic, wanted, wanted.map((p) => counts.get(p)), JSON.stringify(rows), MESSAGES_CHANNEL],
+  });
   const stored = result[0]?.stored ?? 0;
   if (stored !== messages.length) {
     throw new Error(`topic ${topic} is missing partitions: stored ${stored} of ${messages.length} messages`);
@@ -128,17 +131,18 @@ export async function read(q: Queryable, positions: readonly ReadPosition[], lim
     headers: Record<string, string>;
     created_at: Date;
     bytes: number;
-  }>(
-    `select p.topic, p.partition, m."offset", m.key, m.value, m.headers, m.created_at, pg_column_size(m.value) as bytes
+  }>({
+    name: 'svc_bus_read',
+    text: `select p.topic, p.partition, m."offset", m.key, m.value, m.headers, m.created_at, pg_column_size(m.value) as bytes
      from unnest($1::text[], $2::int[], $3::bigint[]) as p (topic, partition, pos)
      cross join lateral (
-       select * from bus.messages m
+       select m."offset", m.key, m.value, m.headers, m.created_at from bus.messages m
        where m.topic = p.topic and m.partition = p.partition and m."offset" >= p.pos
        order by m."offset" limit $4
      ) m
      order by p.topic, p.partition, m."offset"`,
-    [positions.map((p) => p.topic), positions.map((p) => p.partition), positions.map((p) => p.from), limit],
-  );
+    values: [positions.map((p) => p.topic), positions.map((p) => p.partition), positions.map((p) => p.from), limit],
+  });
   return rows.map((r) => ({
     topic: r.topic,
     partition: r.partition,

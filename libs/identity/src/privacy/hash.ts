@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ErasableIdentifierType } from '@svc/contracts';
 import { normaliseEmail, normalisePhone, type EventIdentity } from '../signals';
 
@@ -12,12 +12,12 @@ import { normaliseEmail, normalisePhone, type EventIdentity } from '../signals';
  * and `ann@example.com` are one suppressed email. Pure, no I/O.
  */
 export function identifierHash(orgId: string, type: ErasableIdentifierType, value: string): string {
-  return createHash('sha256').update(`${orgId}\u0000${type}\u0000${value}`).digest('hex');
+  return hash('sha256', `${orgId}\u0000${type}\u0000${value}`, 'hex');
 }
 
 /** A click ID as the tombstone names it: SHA-256 hex of `<orgId> U+0000 <click type> U+0000 <click id>`. */
 export function clickIdHash(orgId: string, clickType: string, clickId: string): string {
-  return createHash('sha256').update(`${orgId}\u0000${clickType}\u0000${clickId}`).digest('hex');
+  return hash('sha256', `${orgId}\u0000${clickType}\u0000${clickId}`, 'hex');
 }
 
 /**

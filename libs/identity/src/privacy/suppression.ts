@@ -1,4 +1,4 @@
-import type { Db } from '@svc/runtime';
+import { preparedRaw, type Db } from '@svc/runtime';
 import type { HashedIdentifier } from './hash';
 
 /** The suppression list's one read: which of these (organisation, type, hash) are suppressed. */
@@ -9,7 +9,7 @@ export const SUPPRESSED_SQL = `select s.org_id, s.identifier_type, s.identifier_
 /** `${orgId}\u0000${type}\u0000${hash}` of every given identifier that is suppressed. */
 export async function suppressedIdentifiers(db: Db, wanted: ReadonlyArray<HashedIdentifier & { orgId: string }>): Promise<Set<string>> {
   if (wanted.length === 0) return new Set();
-  const { rows } = (await db.raw(SUPPRESSED_SQL, [wanted.map((w) => w.orgId), wanted.map((w) => w.type), wanted.map((w) => w.hash)])) as {
+  const { rows } = (await preparedRaw(db, SUPPRESSED_SQL, [wanted.map((w) => w.orgId), wanted.map((w) => w.type), wanted.map((w) => w.hash)])) as {
     rows: Array<{ org_id: string; identifier_type: string; identifier_hash: string }>;
   };
   return new Set(rows.map((r) => `${r.org_id}\u0000${r.identifier_type}\u0000${r.identifier_hash}`));

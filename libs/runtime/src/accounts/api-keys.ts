@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const KEY_TYPES = ['write', 'read', 'admin'] as const;
 export type KeyType = (typeof KEY_TYPES)[number];
@@ -31,7 +31,7 @@ export function generateApiKey(type: KeyType): string {
  * SHA-256 is not brute-forceable and keeps verification cheap on the hot path.
  */
 export function hashApiKey(key: string): Buffer {
-  return createHash('sha256').update(key, 'utf8').digest();
+  return hash('sha256', key, 'buffer');
 }
 
 /** Whether `key` has the shape of a key we issue; rejects junk before any look-up. */

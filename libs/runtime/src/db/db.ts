@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
 
@@ -29,6 +30,30 @@ export function createDb({ url, poolMax = 10, applicationName = 'svc' }: DbOptio
     pool: { min: 0, max: poolMax, idleTimeoutMillis: 30_000 },
     acquireConnectionTimeout: 10_000,
   });
+}
+
+const statementNames = new Map<string, string>();
+
+/**
+ * `db.raw(sql, bindings)` as a named prepared statement: each pooled
+ * connection has the server parse it once, and the server keeps its plan
+ * (after five runs, a generic plan when that is estimated to cost no more than
+ * the custom ones), where a plain `raw` is parsed and planned on every call.
+ * For the statements run many times a second: at 5,000 events/s planning was
+ * a fifth of PostgreSQL's CPU, and the rate-limit statement took longer to
+ * plan than to run. The name is derived from `sql`, so `sql` must be the same
+ * text on every call (its bindings are values, never SQL), and a statement
+ * must name the columns it returns (a plan kept across a migration that
+ * changed what `*` means fails).
+ */
+export function preparedRaw<T = unknown>(db: Db, sql: string, bindings: readonly Knex.RawBinding[] | Knex.ValueDict): Knex.Raw<T> {
+  let name = statementNames.get(sql);
+  if (name === undefined) {
+    // A statement name is at most 63 bytes; 96 bits of a hash tell a few hundred statements apart.
+    name = `svc_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
+    statementNames.set(sql, name);
+  }
+  return db.raw<T>(sql, bindings as Knex.RawBinding[]).options({ name });
 }
 
 /** True when the database answers a trivial query; for readiness checks. */

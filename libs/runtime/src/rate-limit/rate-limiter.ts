@@ -1,4 +1,4 @@
-import type { Db, SqlCondition } from '../db/db';
+import { preparedRaw, type Db, type SqlCondition } from '../db/db';
 
 /** One limit to enforce: at most `limit` hits per minute on `bucket`. */
 export interface RateLimitRule {
@@ -62,7 +62,7 @@ export class PostgresRateLimiter implements RateLimiter {
   async hit(rules: readonly RateLimitRule[], now = new Date()): Promise<RateLimitVerdict[]> {
     if (rules.length === 0) return [];
     const window = windowOf(now);
-    const { rows } = await this.db.raw<{ rows: Array<{ bucket: string; hits: number }> }>(countHits(), [
+    const { rows } = await preparedRaw<{ rows: Array<{ bucket: string; hits: number }> }>(this.db, countHits(), [
       window.start,
       rules.map((r) => r.bucket),
     ]);
@@ -72,7 +72,8 @@ export class PostgresRateLimiter implements RateLimiter {
 
   async hitIf(rules: readonly RateLimitRule[], condition: SqlCondition, now = new Date()): Promise<RateLimitVerdict[] | undefined> {
     const window = windowOf(now);
-    const { rows } = await this.db.raw<{ rows: Array<{ holds: boolean; hits: Array<{ bucket: string; hits: number }> }> }>(
+    const { rows } = await preparedRaw<{ rows: Array<{ holds: boolean; hits: Array<{ bucket: string; hits: number }> }> }>(
+      this.db,
       `with holds as (${condition.sql}),
        counted as (${countHits('where exists (select 1 from holds)')})
        select exists (select 1 from holds) as holds, coalesce((select json_agg(json_build_object('bucket', bucket, 'hits', hits)) from counted), '[]') as hits`,
