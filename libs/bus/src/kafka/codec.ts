@@ -11,6 +11,7 @@ import type { IHeaders } from 'kafkajs';
 import { isDeepStrictEqual } from 'node:util';
 import { deadLetterTopicName, firstSchemaError, schemaFormats, type TopicSpec } from '@svc/contracts';
 import { SchemaViolationError } from '../errors';
+import { FRAME_HEADER_BYTES, FRAME_MAGIC, FramedJson } from './framed-json';
 import { isUnavailable } from './unavailable';
 
 /** What the consumer makes of a stored value: the payload, or why it cannot be delivered. */
@@ -26,24 +27,7 @@ export const isRawTopic = (name: string): boolean => name.endsWith(deadLetterTop
 export const valueSubject = (topic: string): string => `${topic}-value`;
 
 /** Confluent wire format: magic byte 0, 4-byte big-endian schema id, then (for JSON Schema) the JSON text. */
-const MAGIC = 0;
-const HEADER_BYTES = 5;
-const isFramed = (raw: Buffer) => raw.length >= HEADER_BYTES && raw[0] === MAGIC;
-
-/**
- * A JSON text in the Confluent frame: byte for byte what the registry's
- * JsonSerializer writes for a schema id (it writes `JSON.stringify` of the
- * value after the 5-byte header), so any stock Confluent deserializer reads it.
- */
-export function frameJson(schemaId: number, json: string): Buffer {
-  const length = Buffer.byteLength(json, 'utf8');
-  // Under 4 KiB this comes from node's shared pool: no allocation of its own per message.
-  const out = Buffer.allocUnsafe(HEADER_BYTES + length);
-  out[0] = MAGIC;
-  out.writeUInt32BE(schemaId, 1);
-  out.write(json, HEADER_BYTES, length, 'utf8');
-  return out;
-}
+const isFramed = (raw: Buffer) => raw.length >= FRAME_HEADER_BYTES && raw[0] === FRAME_MAGIC;
 
 /**
  * The registry serde's settings (for reading). Subjects by TopicNameStrategy (`<topic>-value`,
@@ -92,8 +76,14 @@ export class Codec {
 
   /** A value already checked against its topic's schema; `schemaId` undefined (dead-letter topics) writes plain JSON. */
   encode(schemaId: number | undefined, value: unknown): Buffer {
+    const encoded = this.encodeForProduce(schemaId, value);
+    return encoded instanceof FramedJson ? encoded.toBuffer() : encoded;
+  }
+
+  /** As encode, for a produce request: a framed value stays a FramedJson, which the produce encoder writes in place. */
+  encodeForProduce(schemaId: number | undefined, value: unknown): FramedJson | Buffer {
     const json = JSON.stringify(value ?? null);
-    return schemaId === undefined ? Buffer.from(json) : frameJson(schemaId, json);
+    return schemaId === undefined ? Buffer.from(json) : new FramedJson(schemaId, json);
   }
 
   private async firstAlone<T>(key: string, work: () => Promise<T>): Promise<T> {
@@ -166,7 +156,7 @@ export class Codec {
 function parseOwn(spec: TopicSpec, schemaId: number, raw: Buffer): Decoded {
   let value: unknown;
   try {
-    value = JSON.parse(raw.toString('utf8', HEADER_BYTES));
+    value = JSON.parse(raw.toString('utf8', FRAME_HEADER_BYTES));
   } catch (err) {
     return bad(`message for topic ${spec.name} is not JSON after its schema id ${schemaId}: ${(err as Error).message}`);
   }
@@ -185,7 +175,7 @@ function readersCheck(spec: TopicSpec, value: unknown): Decoded {
 /** A dead-letter topic's value: JSON when it is JSON (with or without the Confluent frame), else the bytes. */
 export function decodeRaw(raw: Buffer | null): unknown {
   if (!raw) return null;
-  const text = isFramed(raw) ? raw.subarray(HEADER_BYTES) : raw;
+  const text = isFramed(raw) ? raw.subarray(FRAME_HEADER_BYTES) : raw;
   try {
     return JSON.parse(text.toString('utf8')) as unknown;
   } catch {

@@ -2,7 +2,8 @@ import { describe, expect, it, jest } from '@jest/globals';
 import fc from 'fast-check';
 import type { Message } from 'kafkajs';
 import { crc32c } from './crc32c';
-import { encodeProducePayload, installProduceEncoder, type ProduceArgs } from './produce-encoder';
+import { FramedJson } from './framed-json';
+import { encodeProducePayload, framedValuesAsBuffers, installProduceEncoder, type ProduceArgs } from './produce-encoder';
 
 /* eslint-disable @typescript-eslint/no-require-imports -- the encoders being compared are kafkajs internals */
 const kafkajsCrc32c = require('kafkajs/src/protocol/recordBatch/crc32C') as (b: Buffer) => number;
@@ -17,11 +18,21 @@ const Long = require('kafkajs/src/utils/long') as { fromValue(v: unknown): Produ
 
 const NOW = 1_764_000_000_123;
 
-/** kafkajs's own bytes for the request, with its clock read as NOW. */
+/** A copy of the request whose FramedJson values are the Buffers they stand for (what kafkajs can encode). */
+function withBufferValues(args: ProduceArgs): ProduceArgs {
+  const copy: ProduceArgs = {
+    ...args,
+    topicData: args.topicData.map((t) => ({ ...t, partitions: t.partitions.map((p) => ({ ...p, messages: p.messages.map((m) => ({ ...m })) })) })),
+  };
+  framedValuesAsBuffers(copy);
+  return copy;
+}
+
+/** kafkajs's own bytes for the request (FramedJson values as their Buffers), with its clock read as NOW. */
 async function kafkajsBytes(args: ProduceArgs): Promise<Buffer> {
   const spy = jest.spyOn(Date, 'now').mockReturnValue(NOW);
   try {
-    return (await kafkajsProduceV3(args).encode()).buffer;
+    return (await kafkajsProduceV3(withBufferValues(args)).encode()).buffer;
   } finally {
     spy.mockRestore();
   }
@@ -30,11 +41,15 @@ async function kafkajsBytes(args: ProduceArgs): Promise<Buffer> {
 const text = fc.string({ unit: 'grapheme', maxLength: 40 });
 const bytes = fc.uint8Array({ maxLength: 3_000 }).map((a) => Buffer.from(a));
 const keyOrValue = fc.oneof(fc.constant(null), text, bytes);
+// What the bus produces: a schema id, then JSON text (multi-byte characters included).
+const framed = fc
+  .tuple(fc.integer({ min: 0, max: 2 ** 32 - 1 }), fc.string({ unit: 'grapheme', maxLength: 3_000 }))
+  .map(([schemaId, json]) => new FramedJson(schemaId, json) as unknown as string);
 const headerValue = fc.oneof(text, bytes);
 const message: fc.Arbitrary<Message> = fc.record(
   {
     key: keyOrValue,
-    value: keyOrValue,
+    value: fc.oneof(keyOrValue, framed),
     headers: fc.dictionary(text, fc.oneof(headerValue, fc.array(headerValue, { maxLength: 3 })), { maxKeys: 3 }),
   },
   { requiredKeys: ['value'] },
@@ -114,6 +129,28 @@ describe('produce requests written once', () => {
     const args: ProduceArgs =
       'value' in part ? { ...base, topicData: [{ topic: 't', partitions: [{ partition: 0, messages: [part] }] }] } : { ...base, ...part };
     expect(encodeProducePayload(args, NOW)).toBeUndefined();
+  });
+
+  it('writes a FramedJson value as the Buffer it stands for: header, then the JSON as UTF-8', () => {
+    const value = new FramedJson(0x01020304, '{"name":"Zoë 🚀"}');
+    expect(value.byteLength).toBe(5 + Buffer.byteLength('{"name":"Zoë 🚀"}'));
+    expect(value.toBuffer()).toEqual(Buffer.concat([Buffer.from([0, 1, 2, 3, 4]), Buffer.from('{"name":"Zoë 🚀"}')]));
+    const payload = (framedValue: FramedJson | Buffer) =>
+      encodeProducePayload(
+        { acks: -1, timeout: 5_000, topicData: [{ topic: 't', partitions: [{ partition: 0, messages: [{ key: 'k', value: framedValue as unknown as string }] }] }] },
+        NOW,
+      )?.buffer;
+    expect(payload(value)).toEqual(payload(value.toBuffer()));
+  });
+
+  it('hands kafkajs Buffers for FramedJson values when its own encoder writes the request (compression)', async () => {
+    installProduceEncoder();
+    const value = new FramedJson(7, '{"a":1}');
+    const message = { key: 'k', value: value as unknown as string };
+    const args: ProduceArgs = { acks: -1, timeout: 5_000, compression: 1, topicData: [{ topic: 't', partitions: [{ partition: 0, messages: [message] }] }] };
+    const { request } = produceRequests.protocol({ version: 3 })(args);
+    await request.encode();
+    expect(message.value).toEqual(value.toBuffer());
   });
 
   it('is what kafkajs uses for produce requests v3 to v7 once installed', async () => {

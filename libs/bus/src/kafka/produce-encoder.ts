@@ -1,5 +1,6 @@
 import type { IHeaders, Message } from 'kafkajs';
 import { crc32c } from './crc32c';
+import { FramedJson } from './framed-json';
 
 /**
  * Produce requests written once. kafkajs encodes a produce request by
@@ -14,9 +15,10 @@ import { crc32c } from './crc32c';
  * (one wire format: v4 to v7 only announce what the broker may answer), and
  * only for what it writes byte for byte as kafkajs does (produce-encoder.test.ts
  * proves that on generated requests): records without compression and without
- * a timestamp of their own, keys and values as strings, buffers or null. Any
- * other request goes to kafkajs's own encoder. kafkajs is pinned to the
- * version whose internals this reaches into.
+ * a timestamp of their own, keys and values as strings, buffers or null, and
+ * values as FramedJson (written in place, as kafkajs would write its Buffer).
+ * Any other request goes to kafkajs's own encoder, its FramedJson values made
+ * Buffers first. kafkajs is pinned to the version whose internals this reaches into.
  */
 
 /** kafkajs's 64-bit integer (src/utils/long). */
@@ -78,12 +80,26 @@ export function installProduceEncoder(): void {
       const ownEncode = made.request.encode;
       made.request.encode = () => {
         const payload = encodeProducePayload(args, Date.now());
-        return payload ? Promise.resolve(payload) : ownEncode();
+        if (payload) return Promise.resolve(payload);
+        framedValuesAsBuffers(args);
+        return ownEncode();
       };
       return made;
     };
   };
   target[INSTALLED] = true;
+}
+
+/** Makes every FramedJson value of the request a Buffer, for kafkajs's own encoder (which the args it encodes share). */
+export function framedValuesAsBuffers(args: ProduceArgs): void {
+  for (const topic of args.topicData) {
+    for (const partition of topic.partitions) {
+      for (const m of partition.messages) {
+        const value: unknown = m.value;
+        if (value instanceof FramedJson) (m as { value: Buffer }).value = value.toBuffer();
+      }
+    }
+  }
 }
 
 // Fixed sizes of the request's parts (Kafka's produce request v3, record batch v2).
@@ -216,6 +232,7 @@ function writeRecord(buf: Buffer, at: number, m: Message, offsetDelta: number, b
 function bytesSize(v: unknown): number {
   if (v === null || v === undefined) return 1; // length -1
   if (Buffer.isBuffer(v)) return varIntSize(v.length) + v.length;
+  if (v instanceof FramedJson) return varIntSize(v.byteLength) + v.byteLength;
   if (typeof v === 'string') {
     const n = Buffer.byteLength(v);
     return varIntSize(n) + n;
@@ -223,12 +240,13 @@ function bytesSize(v: unknown): number {
   return -1;
 }
 
-function writeBytes(buf: Buffer, at: number, v: Buffer | string | null | undefined): number {
+function writeBytes(buf: Buffer, at: number, v: Buffer | FramedJson | string | null | undefined): number {
   if (v === null || v === undefined) return writeVarInt(buf, at, -1);
   if (Buffer.isBuffer(v)) {
     at = writeVarInt(buf, at, v.length);
     return at + v.copy(buf, at);
   }
+  if (v instanceof FramedJson) return v.writeInto(buf, writeVarInt(buf, at, v.byteLength));
   at = writeVarInt(buf, at, Buffer.byteLength(v));
   return at + buf.write(v, at, 'utf8');
 }

@@ -1,5 +1,6 @@
 import { CompressionTypes, Partitioners, type Kafka, type Message, type Producer } from 'kafkajs';
 import type { ProduceResult } from '../port';
+import { FramedJson } from './framed-json';
 import { shortRetry } from './client';
 import { isUnavailable } from './unavailable';
 
@@ -9,8 +10,13 @@ export interface SendSettings {
   ackTimeoutMs: number;
 }
 
-/** A record with its partition already chosen (by partitionFor, as Kafka's default partitioner would). */
-export interface PartitionedMessage extends Message {
+/**
+ * A record with its partition already chosen (by partitionFor, as Kafka's
+ * default partitioner would). Its value may be a FramedJson, which only the
+ * bus's produce encoder writes (produce-encoder.ts).
+ */
+export interface PartitionedMessage extends Omit<Message, 'value'> {
+  value: Message['value'] | FramedJson;
   partition: number;
 }
 
@@ -111,7 +117,7 @@ class Lane {
   }
 
   private async request(orders: readonly Order[]): Promise<void> {
-    const byTopic = new Map<string, Message[]>();
+    const byTopic = new Map<string, PartitionedMessage[]>();
     for (const order of orders) {
       const list = byTopic.get(order.topic);
       if (list) for (const m of order.messages) list.push(m);
@@ -124,7 +130,8 @@ class Lane {
         acks: -1,
         timeout: this.settings.ackTimeoutMs,
         compression: this.settings.compression,
-        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+        // kafkajs carries the values to the produce encoder untouched; FramedJson is ours to write (produce-encoder.ts).
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages: messages as Message[] })),
       });
       stored = new Set(metadata.map((r) => `${r.topicName}\n${r.partition}`));
     } catch (err) {
@@ -146,7 +153,7 @@ class Lane {
   }
 }
 
-function recordBytes(m: Message): number {
+function recordBytes(m: PartitionedMessage): number {
   let n = RECORD_OVERHEAD_BYTES + byteLength(m.key) + byteLength(m.value);
   if (m.headers) {
     for (const [name, value] of Object.entries(m.headers)) {
@@ -156,8 +163,9 @@ function recordBytes(m: Message): number {
   return n;
 }
 
-function byteLength(v: Buffer | string | null | undefined): number {
+function byteLength(v: Buffer | FramedJson | string | null | undefined): number {
   if (v === null || v === undefined) return 0;
+  if (v instanceof FramedJson) return v.byteLength;
   return typeof v === 'string' ? Buffer.byteLength(v) : v.length;
 }
 

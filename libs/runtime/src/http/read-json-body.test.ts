@@ -1,4 +1,6 @@
+import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { BodyLimitHints, Messages } from '@svc/contracts';
 import { rejectOversizedContentLength } from './body-limit';
@@ -71,6 +73,39 @@ afterAll(async () => {
 
 const post = (path: string, body: string | Buffer | undefined, headers: Record<string, string> = {}) =>
   rawRequest(app.port, { method: 'POST', path: `${BASE_PATH}${path}`, headers, body });
+
+describe('a body that arrives in several chunks', () => {
+  /** A request whose body arrives in exactly these chunks. */
+  const arriving = (chunks: readonly Buffer[]): IncomingMessage =>
+    Object.assign(Readable.from(chunks), { headers: { 'content-type': 'application/json' } }) as unknown as IncomingMessage;
+  const read = (chunks: readonly Buffer[]) => readJsonBody(arriving(chunks), { limitBytes: GENERIC_LIMIT, hint: BodyLimitHints.generic });
+  const text = '{"name":"Zoë 🚀","n":[1,2]}';
+  const bytes = Buffer.from(text);
+
+  it.each([
+    ['inside a two-byte character', bytes.indexOf(0xc3) + 1],
+    ['inside a four-byte character', bytes.indexOf(0xf0) + 2],
+    ['between two characters', 5],
+  ])('decodes a body split %s', async (_, at) => {
+    await expect(read([bytes.subarray(0, at), bytes.subarray(at)])).resolves.toEqual(JSON.parse(text));
+  });
+
+  it('decodes a body of many one-byte chunks', async () => {
+    await expect(read([...bytes].map((b) => Buffer.from([b])))).resolves.toEqual(JSON.parse(text));
+  });
+
+  it.each([
+    ['a character cut short at the end', [Buffer.from('"Zo'), Buffer.from([0xc3])]],
+    ['a malformed byte in a later chunk', [Buffer.from('{"a":"'), Buffer.from([0xff, 0x22, 0x7d])]],
+    ['JSON cut between chunks and never finished', [Buffer.from('{"a":'), Buffer.from('  ')]],
+  ])('refuses %s as invalid JSON', async (_, chunks) => {
+    await expect(read(chunks)).rejects.toMatchObject({ status: 400, message: Messages.invalidJson });
+  });
+
+  it('refuses chunks of nothing but whitespace as an empty body', async () => {
+    await expect(read([Buffer.from(' \n'), Buffer.from('\t '), Buffer.from('\r')])).rejects.toMatchObject({ status: 400, message: Messages.emptyBody });
+  });
+});
 
 describe('Content-Type', () => {
   const cases: Array<{ contentType: string | undefined; accepted: boolean }> = [
