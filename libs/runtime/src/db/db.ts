@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
 
@@ -50,7 +50,7 @@ export function preparedRaw<T = unknown>(db: Db, sql: string, bindings: readonly
   let name = statementNames.get(sql);
   if (name === undefined) {
     // A statement name is at most 63 bytes; 96 bits of a hash tell a few hundred statements apart.
-    name = `svc_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`;
+    name = `svc_${hash('sha256', sql, 'hex').slice(0, 24)}`;
     statementNames.set(sql, name);
   }
   return db.raw<T>(sql, bindings as Knex.RawBinding[]).options({ name });
