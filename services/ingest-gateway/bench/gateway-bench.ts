@@ -92,7 +92,7 @@ async function main(): Promise<void> {
         if (peer.length > 0) sections.push(peerTable(name, ours, peer));
       }
     }
-    const stamp = `_Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` (services/ingest-gateway), ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB; ${STEP_MS / 1000} s per step._\n\n`;
+    const stamp = `_Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` (services/ingest-gateway), ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB; ${knobs.BENCH_BATCH_EVENTS} events per request, ${STEP_MS / 1000} s per step._\n\n`;
     if (knobs.BENCH_WRITE_DOC) await writeDocSection('benchmarks.md', 'gateway-bench', stamp + sections.join('\n'));
     console.log(sections.join('\n'));
   } finally {

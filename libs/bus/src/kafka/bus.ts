@@ -86,7 +86,7 @@ class KafkaBusImpl implements KafkaBus {
     const records = messages.map((m) => {
       const record: PartitionedMessage = {
         key: m.key,
-        value: this.codec.encodeForProduce(state.schemaId, m.value),
+        value: this.codec.encode(state.schemaId, m.value),
         partition: partitionFor(m.key, state.partitions),
       };
       if (m.headers) record.headers = m.headers;

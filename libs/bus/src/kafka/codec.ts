@@ -74,14 +74,12 @@ export class Codec {
     this.deserializer = new JsonDeserializer(registry, SerdeType.VALUE, serdeConfig);
   }
 
-  /** A value already checked against its topic's schema; `schemaId` undefined (dead-letter topics) writes plain JSON. */
-  encode(schemaId: number | undefined, value: unknown): Buffer {
-    const encoded = this.encodeForProduce(schemaId, value);
-    return encoded instanceof FramedJson ? encoded.toBuffer() : encoded;
-  }
-
-  /** As encode, for a produce request: a framed value stays a FramedJson, which the produce encoder writes in place. */
-  encodeForProduce(schemaId: number | undefined, value: unknown): FramedJson | Buffer {
+  /**
+   * A value already checked against its topic's schema, as the produce
+   * encoder writes it: framed (a FramedJson, written in place) or, with
+   * `schemaId` undefined (dead-letter topics), plain JSON.
+   */
+  encode(schemaId: number | undefined, value: unknown): FramedJson | Buffer {
     const json = JSON.stringify(value ?? null);
     return schemaId === undefined ? Buffer.from(json) : new FramedJson(schemaId, json);
   }

@@ -46,7 +46,6 @@ export interface VerifiedKey {
   unconfirmed?: SqlCondition;
 }
 
-
 export interface NewKeyOptions {
   orgId: string;
   type: KeyType;

@@ -30,10 +30,13 @@ export interface RateLimiter {
 const WINDOW_MS = 60_000;
 
 /** Counts one hit on each bucket (`?` the window's start, `?` the buckets), `where` allowing, and returns the counts. */
-const countHits = (where = '') => `insert into ratelimit.counters as c (bucket, window_start, hits)
+const countHits = (where: string) => `insert into ratelimit.counters as c (bucket, window_start, hits)
          select b, ?, 1 from unnest(?::text[]) as b ${where}
        on conflict (bucket, window_start) do update set hits = c.hits + 1
        returning bucket, hits`;
+const COUNT_HITS = countHits('');
+/** Inside hitIf's statement: counts only while its `holds` part returns a row. */
+const COUNT_HITS_IF_HOLDS = countHits('where exists (select 1 from holds)');
 
 /** The fixed one-minute window `now` falls in. */
 function windowOf(now: Date): { start: Date; retryAfterSeconds: number } {
@@ -62,7 +65,7 @@ export class PostgresRateLimiter implements RateLimiter {
   async hit(rules: readonly RateLimitRule[], now = new Date()): Promise<RateLimitVerdict[]> {
     if (rules.length === 0) return [];
     const window = windowOf(now);
-    const { rows } = await preparedRaw<{ rows: Array<{ bucket: string; hits: number }> }>(this.db, countHits(), [
+    const { rows } = await preparedRaw<{ rows: Array<{ bucket: string; hits: number }> }>(this.db, COUNT_HITS, [
       window.start,
       rules.map((r) => r.bucket),
     ]);
@@ -75,7 +78,7 @@ export class PostgresRateLimiter implements RateLimiter {
     const { rows } = await preparedRaw<{ rows: Array<{ holds: boolean; hits: Array<{ bucket: string; hits: number }> }> }>(
       this.db,
       `with holds as (${condition.sql}),
-       counted as (${countHits('where exists (select 1 from holds)')})
+       counted as (${COUNT_HITS_IF_HOLDS})
        select exists (select 1 from holds) as holds, coalesce((select json_agg(json_build_object('bucket', bucket, 'hits', hits)) from counted), '[]') as hits`,
       [...condition.bindings, window.start, rules.map((r) => r.bucket)],
     );
