@@ -9,6 +9,15 @@
 #      KAFKA_HEAP_OPTS (default "-Xms256m -Xmx512m"),
 #      KAFKA_JVM_OPTS (default "-XX:TieredStopAtLevel=1"; set "" for full C2 JIT),
 #      KAFKA_AUTO_CREATE_TOPICS (default false: create topics via the admin API).
+# Secured listeners (beside <port>, which stays the broker's own plaintext
+# listener on 127.0.0.1 for its start-up probe):
+#      KAFKA_TLS_DIR       certificates from certs.sh (server.pem, ca.crt)
+#      KAFKA_SASL_SSL_PORT a SASL_SSL listener: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+#      KAFKA_MTLS_PORT     an SSL listener that demands a client certificate
+#      KAFKA_SCRAM_USERS   SCRAM users, stored at format: `MECH=name:password ...`
+#                          (e.g. "SCRAM-SHA-512=svc:secret SCRAM-SHA-256=svc256:other")
+#      KAFKA_PLAIN_USERS   PLAIN users: `name:password ...`
+# Passwords must not contain spaces, quotes, commas, ']' or ':'.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -98,6 +107,33 @@ do_stop() {
   log "stopped"
 }
 
+# The SASL_SSL and mTLS listeners' lines for server.properties, when asked for.
+secured_listeners() {
+  local wd="$1" sasl_port="${KAFKA_SASL_SSL_PORT:-}" mtls_port="${KAFKA_MTLS_PORT:-}"
+  [[ -n "$sasl_port$mtls_port" ]] || return 0
+  local tls="${KAFKA_TLS_DIR:?KAFKA_TLS_DIR is required with KAFKA_SASL_SSL_PORT or KAFKA_MTLS_PORT}"
+  tls="$(cd "$tls" && pwd)"
+  local listeners="" map="" user plain=""
+  [[ -n "$sasl_port" ]] && listeners+=",SASL_SSL://$HOST:$sasl_port" && map+=",SASL_SSL:SASL_SSL"
+  [[ -n "$mtls_port" ]] && listeners+=",MTLS://$HOST:$mtls_port" && map+=",MTLS:SSL"
+  for user in ${KAFKA_PLAIN_USERS:-}; do plain+=" user_${user%%:*}=\"${user#*:}\""; done
+  cat <<PROPS
+# Secured listeners (kafka.sh: KAFKA_SASL_SSL_PORT, KAFKA_MTLS_PORT).
+listeners=PLAINTEXT://$HOST:$port,CONTROLLER://$HOST:$cport$listeners
+advertised.listeners=PLAINTEXT://$HOST:$port$listeners
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT$map
+ssl.keystore.type=PEM
+ssl.keystore.location=$tls/server.pem
+ssl.truststore.type=PEM
+ssl.truststore.location=$tls/ca.crt
+listener.name.mtls.ssl.client.auth=required
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$plain;
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+PROPS
+}
+
 do_start() {
   local wd="$1" port="$2"
   [[ "$port" =~ ^[0-9]+$ ]] || die "port must be a number: $port"
@@ -177,6 +213,7 @@ num.io.threads=4
 background.threads=2
 num.recovery.threads.per.data.dir=1
 EOF
+  secured_listeners "$wd" >>"$wd/server.properties"
   echo "$port" >"$wd/kafka.port"
 
   local -a jvm=(java "${heap[@]}" "${jvm_extra[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20
@@ -193,8 +230,14 @@ EOF
     cid="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
     cid="A${cid:1}"
     log "formatting storage in $wd/data (cluster id $cid)"
+    local -a scram=()
+    local user
+    for user in ${KAFKA_SCRAM_USERS:-}; do
+      local mech="${user%%=*}" cred="${user#*=}"
+      scram+=(--add-scram "$mech=[name=${cred%%:*},password=${cred#*:}]")
+    done
     "${jvm[@]}" kafka.tools.StorageTool format -t "$cid" \
-      -c "$wd/server.properties" >>"$wd/kafka.out" 2>&1 ||
+      -c "$wd/server.properties" "${scram[@]}" >>"$wd/kafka.out" 2>&1 ||
       { tail -n 30 "$wd/kafka.out" >&2; die "storage format failed"; }
   fi
 

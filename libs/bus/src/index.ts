@@ -4,5 +4,15 @@ export type { BusLogger } from './shared';
 export { deadLetterTopicFor, partitionFor } from './validate';
 export { readToEnd } from './read-to-end';
 export { busMigrations, createPostgresLogBus, type PostgresLogBus } from './postgres-log';
-export { busConfigSpec, createBus, prefixedTopics, type BusConfig } from './config';
+export {
+  busConfigSpec,
+  checkBus,
+  createBus,
+  kafkaConnection,
+  KAFKA_SASL_MECHANISMS,
+  KAFKA_SECURITY_PROTOCOLS,
+  prefixedTopics,
+  type BusConfig,
+  type KafkaConnection,
+} from './config';
 export { createKafkaBus } from './kafka';

@@ -1,6 +1,25 @@
 export { AppError, NotFoundError, UnavailableError, ValidationError } from './errors';
 export { env, loadConfig, loadConfigOrExit, type ConfigValues, type VarSpec } from './config/config';
 export { createDb, preparedRaw, type Db, type SqlCondition } from './db/db';
+export {
+  checkDatabase,
+  databaseConnection,
+  databaseTlsConfigSpec,
+  DATABASE_SSL_MODES,
+  sslForClient,
+  type DatabaseConnection,
+  type DatabaseSslMode,
+  type DatabaseTlsConfig,
+} from './db/connection';
+export {
+  certificateProblem,
+  checkConnection,
+  ConnectionCheckError,
+  readPemFile,
+  startupConfigSpec,
+  tlsFailure,
+  type TlsFailure,
+} from './connections/startup-check';
 export { isDatabaseUnavailable, isStatementMismatch, NETWORK_ERROR_CODES } from './db/unavailable';
 export { runMigrations, sqlMigration, type Migration, type MigrationSet } from './db/migrations';
 export { pendingMigrations } from './db/pending-migrations';

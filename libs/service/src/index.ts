@@ -1,2 +1,2 @@
 export { serviceConfigSpec, type ServiceConfig } from './config';
-export { runService, startService, type BuiltService, type RunningService, type ServiceContext, type ServiceDefinition } from './run-service';
+export { checkConnections, runService, startFailure, startService, type BuiltService, type RunningService, type ServiceContext, type ServiceDefinition } from './run-service';

@@ -1,8 +1,11 @@
 import type { Router } from 'express';
-import { createBus, type Bus } from '@svc/bus';
+import { checkBus, createBus, type Bus } from '@svc/bus';
 import {
+  ConnectionCheckError,
   Lifecycle,
+  checkDatabase,
   createDb,
+  databaseConnection,
   createLogger,
   createMetrics,
   loadConfigOrExit,
@@ -10,6 +13,7 @@ import {
   readinessFromChecks,
   serveHttp,
   type ConfigValues,
+  type DatabaseConnection,
   type Db,
   type Logger,
   type Metrics,
@@ -71,10 +75,12 @@ export async function startService<S extends Record<string, VarSpec<unknown>>>(
   if (signals) lifecycle.installSignalHandlers(signals);
   try {
     const metrics = createMetrics({ defaultLabels: { service: definition.name } });
-    const db = createDb({ url: config.DATABASE_URL, poolMax: definition.poolMax?.(config) ?? config.DB_POOL_MAX, applicationName: definition.name });
+    const connection = databaseConnection(config.DATABASE_URL, config);
+    await checkConnections(config, connection);
+    const db = createDb({ ...connection, poolMax: definition.poolMax?.(config) ?? config.DB_POOL_MAX, applicationName: definition.name });
     lifecycle.registerFirst('db-pool', () => db.destroy());
     observeDbPool(metrics.registry, db, definition.name);
-    const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger, metricsRegistry: metrics.registry });
+    const bus = await createBus(config, { db, logger, metricsRegistry: metrics.registry });
     lifecycle.registerFirst('bus', () => bus.close());
     const built = await definition.build({ config, logger, lifecycle, db, bus, metrics });
     const http = await serveHttp({
@@ -94,6 +100,25 @@ export async function startService<S extends Record<string, VarSpec<unknown>>>(
 }
 
 /**
+ * The database, Kafka and the registry, each logged in to with the settings
+ * the process will run with, before anything is built: a wrong setting stops
+ * the start with one line naming it, within STARTUP_CONNECT_TIMEOUT_SECONDS.
+ */
+export async function checkConnections(config: ServiceConfig, connection: DatabaseConnection): Promise<void> {
+  const timeoutMs = config.STARTUP_CONNECT_TIMEOUT_SECONDS * 1_000;
+  // Both run to their end, so the line shown is the database's when both fail, whichever failed first.
+  const [database, bus] = await Promise.allSettled([checkDatabase(connection, timeoutMs), checkBus(config, timeoutMs)]);
+  if (database.status === 'rejected') throw database.reason;
+  if (bus.status === 'rejected') throw bus.reason;
+}
+
+/** What a failed start prints: a wrong connection setting is one line naming it; anything else keeps its stack. */
+export function startFailure(name: string, err: unknown): string {
+  if (err instanceof ConnectionCheckError) return `${name} failed to start: ${err.message}`;
+  return `${name} failed to start: ${(err as Error)?.stack ?? String(err)}`;
+}
+
+/**
  * A service's whole main: startService on the process environment, with the
  * process's signals running the shutdown, and on a failed start a message on
  * stderr and exit code 1.
@@ -102,7 +127,7 @@ export function runService<S extends Record<string, VarSpec<unknown>>>(definitio
   startService(definition, process.env, process).then(
     () => undefined,
     (err: unknown) => {
-      process.stderr.write(`${definition.name} failed to start: ${(err as Error)?.stack ?? String(err)}\n`);
+      process.stderr.write(`${startFailure(definition.name, err)}\n`);
       process.exit(1);
     },
   );

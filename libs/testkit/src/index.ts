@@ -1,9 +1,10 @@
 export { missingReason } from './infra-state';
 export { createTestDatabase, describeWithPostgres, type TestDatabase } from './postgres';
-export { describeWithKafka, kafkaEndpoints } from './kafka';
+export { describeWithKafka, kafkaEndpoints, kafkaEnv } from './kafka';
 export { runNode, waitReady, type NodeRun } from './processes';
 export { testLogger } from './logger';
 export { batch, batchEntry, hostileString, hostileValue, mutatedEvent, nestedValue, validEvent, wideObject } from './arbitraries';
 export { writeDocSection } from './benchmarks-doc';
 export { rawEnvelope, TEST_CLIENT_IP } from './envelopes';
 export { verifiedKey } from './keys';
+export { secretFile, startSecuredInfra, type Login, type SecuredInfra } from './secured-infra';

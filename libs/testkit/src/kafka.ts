@@ -11,6 +11,15 @@ export function describeWithKafka(name: string, fn: () => void): void {
   }
 }
 
+/**
+ * The test broker and registry as a process under test reads them: the test
+ * infrastructure runs one broker, so topics get one replica.
+ */
+export function kafkaEnv(): Record<string, string> {
+  const { brokers, registryUrl } = kafkaEndpoints();
+  return { KAFKA_BROKERS: brokers.join(','), SCHEMA_REGISTRY_URL: registryUrl, KAFKA_REPLICATION_FACTOR: '1', KAFKA_MIN_INSYNC_REPLICAS: '1' };
+}
+
 /** Kafka bootstrap servers and schema registry URL for tests. */
 export function kafkaEndpoints(): { brokers: string[]; registryUrl: string } {
   const brokers = process.env[InfraEnv.kafkaBrokers];

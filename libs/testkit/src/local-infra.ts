@@ -25,7 +25,7 @@ export interface LocalProcess {
  */
 export type LocalProcessEnv = Record<string, string>;
 
-function script(name: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): Promise<string> {
+export function script(name: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     const options = { timeout: timeoutMs, maxBuffer: 16 << 20, env: { ...process.env, ...env } };
     execFile('bash', [path.join(INFRA, name), ...args], options, (err, stdout, stderr) => {

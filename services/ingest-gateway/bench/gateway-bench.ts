@@ -81,7 +81,8 @@ async function main(): Promise<void> {
     if (knobs.BENCH_TIERS.includes('postgres')) tiers.push({ name: 'Postgres-backed log', env: {} });
     const { KAFKA_BROKERS, SCHEMA_REGISTRY_URL } = knobs;
     if (knobs.BENCH_TIERS.includes('kafka') && KAFKA_BROKERS && SCHEMA_REGISTRY_URL) {
-      tiers.push({ name: 'Kafka', env: { KAFKA_BROKERS, SCHEMA_REGISTRY_URL } });
+      // The bench runs one broker: one replica per topic.
+      tiers.push({ name: 'Kafka', env: { KAFKA_BROKERS, SCHEMA_REGISTRY_URL, KAFKA_REPLICATION_FACTOR: '1', KAFKA_MIN_INSYNC_REPLICAS: '1' } });
     }
     const sections: string[] = [];
     for (const tier of tiers) {

@@ -607,12 +607,15 @@ function cpuMark(stack: readonly ChildProcess[], postmaster: number, infra: read
   return { stack: each.reduce((sum, c) => sum + c, 0), each, postgres: cpuSeconds(postmaster), infra: infra.reduce((s, p) => s + cpuSeconds(p), 0), machine: machineSeconds() };
 }
 
+/** The bench runs one broker: one replica per topic. */
+const ONE_BROKER = { KAFKA_REPLICATION_FACTOR: '1', KAFKA_MIN_INSYNC_REPLICAS: '1' };
+
 type KafkaEnvironment = { skip: string } | { env: Record<string, string>; pids: number[]; stop: () => Promise<void> };
 
 /** The Kafka tier's broker and registry: from the environment, else started with infra/local, else a reason to skip. */
 async function kafkaEnvironment(): Promise<KafkaEnvironment> {
   const { KAFKA_BROKERS, SCHEMA_REGISTRY_URL } = knobs;
-  if (KAFKA_BROKERS && SCHEMA_REGISTRY_URL) return { env: { KAFKA_BROKERS, SCHEMA_REGISTRY_URL }, pids: knobs.BENCH_INFRA_PIDS.map(Number), stop: async () => {} };
+  if (KAFKA_BROKERS && SCHEMA_REGISTRY_URL) return { env: { KAFKA_BROKERS, SCHEMA_REGISTRY_URL, ...ONE_BROKER }, pids: knobs.BENCH_INFRA_PIDS.map(Number), stop: async () => {} };
   // Full JIT (the scripts default to C1 only, for quick test start-up).
   const jit = { KAFKA_JVM_OPTS: '', REGISTRY_JVM_OPTS: '' };
   const started: LocalProcess[] = [];
@@ -626,7 +629,7 @@ async function kafkaEnvironment(): Promise<KafkaEnvironment> {
     started.push(registry);
     log(`started Kafka at ${kafka.address} and the registry at ${registry.address} (infra/local)`);
     return {
-      env: { KAFKA_BROKERS: kafka.address, SCHEMA_REGISTRY_URL: registry.address },
+      env: { KAFKA_BROKERS: kafka.address, SCHEMA_REGISTRY_URL: registry.address, ...ONE_BROKER },
       pids: started.flatMap((p) => (p.pid === undefined ? [] : [p.pid])),
       stop,
     };

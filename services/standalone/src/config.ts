@@ -3,7 +3,7 @@ import { forwarderOwnConfigSpec } from '@svc/conversion-forwarder';
 import { resolverConfigSpec } from '@svc/identity-resolver';
 import { gatewayOwnConfigSpec } from '@svc/ingest-gateway';
 import { profileApiOwnConfigSpec } from '@svc/profile-api';
-import { env, httpServiceConfigSpec } from '@svc/runtime';
+import { databaseTlsConfigSpec, env, httpServiceConfigSpec, startupConfigSpec } from '@svc/runtime';
 
 /** Every variable the standalone stack reads; README's configuration table mirrors this. */
 export const standaloneConfigSpec = {
@@ -17,7 +17,9 @@ export const standaloneConfigSpec = {
     default: undefined,
     secret: true,
   }),
+  ...databaseTlsConfigSpec,
   ...busConfigSpec,
+  ...startupConfigSpec,
   ...gatewayOwnConfigSpec,
   ...profileApiOwnConfigSpec,
   ...forwarderOwnConfigSpec,

@@ -16,12 +16,12 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { createBus, prefixedTopics, readToEnd, type Bus } from '@svc/bus';
+import { busConfigSpec, createBus, prefixedTopics, readToEnd, type Bus } from '@svc/bus';
 import { Limits, Messages, type ProfileErased } from '@svc/contracts';
 import { ConnectorStore, resolveSecretKey } from '@svc/conversion-forwarder';
 import { documentedFetch } from '@svc/openapi';
 import { AccountsStore, freePort, loadConfig, type Db } from '@svc/runtime';
-import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, runNode, testLogger, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEnv, runNode, testLogger, type TestDatabase } from '@svc/testkit';
 import { standaloneConfigSpec } from './config';
 import { startStack, type RunningStack } from './stack';
 
@@ -68,8 +68,7 @@ function erasureSuite(tier: Tier): void {
   let root: string;
   const prefix = `erase${randomBytes(4).toString('hex')}.`;
   const topics = prefixedTopics(prefix);
-  const kafka = tier === 'kafka' ? kafkaEndpoints() : undefined;
-  const busEnv: Record<string, string> = { TOPIC_PREFIX: prefix, ...(kafka ? { KAFKA_BROKERS: kafka.brokers.join(','), SCHEMA_REGISTRY_URL: kafka.registryUrl } : {}) };
+  const busEnv: Record<string, string> = { TOPIC_PREFIX: prefix, ...(tier === 'kafka' ? kafkaEnv() : {}) };
   let a: Org;
   let b: Org;
 
@@ -102,10 +101,7 @@ function erasureSuite(tier: Tier): void {
       ...busEnv,
     });
     stack = await startStack(config, testLogger(`erasure-${tier}`));
-    bus = await createBus(
-      { KAFKA_BROKERS: kafka?.brokers ?? [], SCHEMA_REGISTRY_URL: kafka?.registryUrl, TOPIC_PREFIX: prefix, BUS_RETENTION_HOURS: 168 },
-      { db: t.db, databaseUrl: t.url, logger: testLogger(`erasure-${tier}-bus`) },
-    );
+    bus = await createBus(loadConfig(busConfigSpec, busEnv), { db: t.db, logger: testLogger(`erasure-${tier}-bus`) });
     const accounts = new AccountsStore(t.db);
     const connectors = new ConnectorStore(t.db, await resolveSecretKey(undefined, dataDir));
     const metaUrl = `http://127.0.0.1:${(meta.address() as AddressInfo).port}`;

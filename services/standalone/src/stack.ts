@@ -1,4 +1,4 @@
-import { createBus } from '@svc/bus';
+import { checkBus, createBus } from '@svc/bus';
 import { buildConsentApi } from '@svc/consent-api';
 import { buildForwarder, resolveSecretKey } from '@svc/conversion-forwarder';
 import { buildResolver, resolverPoolSize } from '@svc/identity-resolver';
@@ -7,6 +7,7 @@ import { buildProfileApi } from '@svc/profile-api';
 import {
   Lifecycle,
   createDb,
+  databaseConnection,
   createMetrics,
   observeDbPool,
   readinessFromChecks,
@@ -14,9 +15,10 @@ import {
   serveHttp,
   startEmbeddedPostgres,
   type ConfigValues,
+  type DatabaseConnection,
   type Logger,
 } from '@svc/runtime';
-import type { BuiltService, ServiceContext } from '@svc/service';
+import { checkConnections, type BuiltService, type ServiceContext } from '@svc/service';
 import type { standaloneConfigSpec } from './config';
 import { allMigrations } from './migrations';
 
@@ -43,22 +45,26 @@ export async function startStack(config: StackConfig, logger: Logger, signals?: 
   const lifecycle = new Lifecycle({ logger });
   if (signals) lifecycle.installSignalHandlers(signals);
   try {
-    let databaseUrl = config.DATABASE_URL;
-    if (!databaseUrl) {
+    let connection: DatabaseConnection;
+    if (config.DATABASE_URL) {
+      connection = databaseConnection(config.DATABASE_URL, config);
+      await checkConnections({ ...config, DATABASE_URL: config.DATABASE_URL, DB_POOL_MAX: SHARED_POOL_MAX }, connection);
+    } else {
       const pgLog = logger.child({ component: 'postgres' });
       const embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, onLog: (line) => pgLog.debug(line) });
-      databaseUrl = embedded.url;
+      connection = { url: embedded.url };
       lifecycle.registerFirst('embedded-postgres', embedded.stop);
       logger.info({ dataDir: config.DATA_DIR }, 'embedded PostgreSQL running');
+      await checkBus(config, config.STARTUP_CONNECT_TIMEOUT_SECONDS * 1_000);
     }
     const metrics = createMetrics();
     const context = async (name: string, poolMax: number): Promise<ServiceContext<StackConfig & { DATABASE_URL: string; DB_POOL_MAX: number }>> => {
-      const db = createDb({ url: databaseUrl, poolMax, applicationName: `svc-standalone-${name}` });
+      const db = createDb({ ...connection, poolMax, applicationName: `svc-standalone-${name}` });
       lifecycle.registerFirst(`${name}-db-pool`, () => db.destroy());
       observeDbPool(metrics.registry, db, name);
-      const bus = await createBus(config, { db, databaseUrl, logger: logger.child({ component: 'bus', for: name }), metricsRegistry: metrics.registry });
+      const bus = await createBus(config, { db, logger: logger.child({ component: 'bus', for: name }), metricsRegistry: metrics.registry });
       lifecycle.registerFirst(`${name}-bus`, () => bus.close());
-      return { config: { ...config, DATABASE_URL: databaseUrl, DB_POOL_MAX: poolMax }, logger: logger.child({ component: name }), lifecycle, db, bus, metrics };
+      return { config: { ...config, DATABASE_URL: connection.url, DB_POOL_MAX: poolMax }, logger: logger.child({ component: name }), lifecycle, db, bus, metrics };
     };
 
     const shared = await context('shared', SHARED_POOL_MAX);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Kafka, logLevel } from 'kafkajs';
 import { freePort, pendingMigrations } from '@svc/runtime';
 import { allMigrations } from '@svc/standalone';
-import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, runNode, waitReady, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, kafkaEnv, runNode, waitReady, type TestDatabase } from '@svc/testkit';
 
 /** The built entrypoint, run as the image runs it: `node entrypoint.js <command> [args]`. */
 const ENTRYPOINT = path.resolve(__dirname, '../dist/entrypoint.js');
@@ -131,7 +131,7 @@ describeWithKafka('entrypoint topics on Kafka', () => {
   it('two at once both succeed: every topic exists with its partitions, its schema registered', async () => {
     const { brokers, registryUrl } = kafkaEndpoints();
     const prefix = `kt${Date.now()}.`;
-    const env = { DATABASE_URL: t.url, KAFKA_BROKERS: brokers.join(','), SCHEMA_REGISTRY_URL: registryUrl, TOPIC_PREFIX: prefix };
+    const env = { DATABASE_URL: t.url, ...kafkaEnv(), TOPIC_PREFIX: prefix };
     const runs = await Promise.all([entrypoint(['topics'], env), entrypoint(['topics'], env)]);
     expect(runs.map((r) => [r.code, r.stderr])).toEqual([
       [0, ''],

@@ -49,7 +49,9 @@ main(process.argv.slice(2)).then(
     if (code !== undefined) process.exit(code);
   },
   (err: unknown) => {
-    process.stderr.write(`${process.argv[2] ?? 'entrypoint'} failed: ${(err as Error)?.stack ?? String(err)}\n`);
+    // A wrong connection setting (runtime's ConnectionCheckError) is one line naming it; anything else keeps its stack.
+    const shown = (err as Error)?.name === 'ConnectionCheckError' ? (err as Error).message : ((err as Error)?.stack ?? String(err));
+    process.stderr.write(`${process.argv[2] ?? 'entrypoint'} failed: ${shown}\n`);
     process.exit(1);
   },
 );

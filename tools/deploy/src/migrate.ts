@@ -1,8 +1,21 @@
-import { createDb, createLogger, env, httpServiceConfigSpec, loadConfigOrExit, runMigrations } from '@svc/runtime';
+import {
+  checkDatabase,
+  createDb,
+  createLogger,
+  databaseConnection,
+  databaseTlsConfigSpec,
+  env,
+  httpServiceConfigSpec,
+  loadConfigOrExit,
+  runMigrations,
+  startupConfigSpec,
+} from '@svc/runtime';
 import { allMigrations } from '@svc/standalone';
 
 const configSpec = {
   DATABASE_URL: env.string({ description: 'PostgreSQL URL', secret: true }),
+  ...databaseTlsConfigSpec,
+  ...startupConfigSpec,
   LOG_LEVEL: httpServiceConfigSpec.LOG_LEVEL,
 };
 
@@ -14,7 +27,9 @@ const configSpec = {
 export async function migrateCommand(): Promise<number> {
   const config = loadConfigOrExit(configSpec, process.env);
   const logger = createLogger({ name: 'migrate', level: config.LOG_LEVEL });
-  const db = createDb({ url: config.DATABASE_URL, poolMax: 2, applicationName: 'svc-migrate' });
+  const connection = databaseConnection(config.DATABASE_URL, config);
+  await checkDatabase(connection, config.STARTUP_CONNECT_TIMEOUT_SECONDS * 1_000);
+  const db = createDb({ ...connection, poolMax: 2, applicationName: 'svc-migrate' });
   try {
     const applied = await runMigrations(db, allMigrations);
     logger.info({ applied }, applied.length ? `migrations applied: ${applied.length}` : 'schema already current');

@@ -1,10 +1,22 @@
 import { constants } from 'node:os';
-import { createLogger, env, httpServiceConfigSpec, loadConfigOrExit } from '@svc/runtime';
+import {
+  checkDatabase,
+  ConnectionCheckError,
+  createLogger,
+  databaseConnection,
+  databaseTlsConfigSpec,
+  env,
+  httpServiceConfigSpec,
+  loadConfigOrExit,
+  startupConfigSpec,
+} from '@svc/runtime';
 import { allMigrations } from '@svc/standalone';
 import { waitForSchema } from './schema-wait';
 
 const configSpec = {
   DATABASE_URL: env.string({ description: 'PostgreSQL URL', secret: true }),
+  ...databaseTlsConfigSpec,
+  ...startupConfigSpec,
   LOG_LEVEL: httpServiceConfigSpec.LOG_LEVEL,
 };
 
@@ -18,7 +30,16 @@ const configSpec = {
 export async function runService(name: string, main: string): Promise<void> {
   exitOnSignalUntilHandled();
   const config = loadConfigOrExit(configSpec, process.env);
-  await waitForSchema(config.DATABASE_URL, allMigrations, createLogger({ name, level: config.LOG_LEVEL }));
+  try {
+    const connection = databaseConnection(config.DATABASE_URL, config);
+    // A wrong setting stops here with one line; a database that answers but is not migrated yet is waited for.
+    await checkDatabase(connection, config.STARTUP_CONNECT_TIMEOUT_SECONDS * 1_000);
+    await waitForSchema(connection, allMigrations, createLogger({ name, level: config.LOG_LEVEL }));
+  } catch (err) {
+    if (!(err instanceof ConnectionCheckError)) throw err;
+    process.stderr.write(`${name} failed to start: ${err.message}\n`);
+    process.exit(1);
+  }
   await import(main);
 }
 

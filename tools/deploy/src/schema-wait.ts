@@ -1,4 +1,4 @@
-import { createDb, pendingMigrations, type Logger, type MigrationSet } from '@svc/runtime';
+import { createDb, pendingMigrations, type DatabaseConnection, type Logger, type MigrationSet } from '@svc/runtime';
 
 export interface SchemaWaitOptions {
   /** How often to look again. Default 2 s. */
@@ -15,10 +15,15 @@ export interface SchemaWaitOptions {
  * (at start, then every `repeatLogMs`) what it waits for: the pending
  * migrations, or the database it cannot reach.
  */
-export async function waitForSchema(databaseUrl: string, sets: readonly MigrationSet[], logger: Logger, options: SchemaWaitOptions = {}): Promise<void> {
+export async function waitForSchema(
+  connection: DatabaseConnection,
+  sets: readonly MigrationSet[],
+  logger: Logger,
+  options: SchemaWaitOptions = {},
+): Promise<void> {
   const pollMs = options.pollMs ?? 2_000;
   const repeatLogMs = options.repeatLogMs ?? 30_000;
-  const db = createDb({ url: databaseUrl, poolMax: 1, applicationName: 'svc-schema-wait' });
+  const db = createDb({ ...connection, poolMax: 1, applicationName: 'svc-schema-wait' });
   let loggedAt = -Infinity;
   const sayOnce = (say: () => void): void => {
     if (Date.now() - loggedAt < repeatLogMs) return;

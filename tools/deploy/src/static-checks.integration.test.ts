@@ -3,12 +3,15 @@
  * deliberately broken copy: the Helm chart (`helm lint --strict`, its values
  * schema, `helm template`), the rendered manifests and the example manifests
  * against the Kubernetes schemas (strict: an unknown field fails), offline,
- * and the compose files through compose's own loader (`docker compose config`).
+ * and the compose files through compose's own loader (`docker compose config`);
+ * the secured connections: every container of the chart gets its secrets as
+ * files, and the documented compose override for managed infrastructure loads.
  */
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { parseAllDocuments } from 'yaml';
 import { ROOT, STATIC_CHECK_PROGRAMS, deployTools, describeWhenPresent, missingPrograms, run, runOk, type DeployTools } from './test-support/deployment';
 
 const CHART = path.join(ROOT, 'infra/helm/svc');
@@ -72,7 +75,7 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
     const { code, output } = await validate([rendered]);
     expect({ code, output }).toMatchObject({ code: 0 });
     expectOnlyCustomKindsUnchecked(output);
-    for (const kind of ['Deployment', 'Service', 'PodDisruptionBudget', 'HorizontalPodAutoscaler', 'Ingress', 'Job', 'ConfigMap']) {
+    for (const kind of ['Deployment', 'Service', 'PodDisruptionBudget', 'HorizontalPodAutoscaler', 'Ingress', 'Job', 'ConfigMap', 'NetworkPolicy']) {
       expect(output).toContain(`passed for resource ${kind.toLowerCase()}/`);
     }
   });
@@ -102,6 +105,64 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
     expect(result.code).not.toBe(0);
     expect(result.stdout + result.stderr).toContain("at '/ingestGateway/replicas': got string, want integer");
     expect(result.stdout + result.stderr).toContain("additional properties 'brokerz' not allowed");
+  });
+
+  it('production-like values: every Deployment and both hook Jobs read the same secured settings, every secret from a read-only file', async () => {
+    type Container = { name: string; env: Array<{ name: string; value?: string; valueFrom?: unknown }>; volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> };
+    type Pod = { containers: Container[]; volumes: Array<{ name: string; projected?: { sources: Array<{ secret: { name: string; items: Array<{ key: string; path: string }> } }> } }> };
+    const manifests = parseAllDocuments(await runOk(tools.helm, ['template', 'svc', CHART, '--kube-version', KUBE_VERSIONS[0]!, '-f', PRODUCTION_VALUES]))
+      .map((doc) => doc.toJS() as { kind: string; metadata: { name: string }; spec: { template: { spec: Pod } } } | null)
+      .filter((m) => m !== null && (m.kind === 'Deployment' || m.kind === 'Job'));
+    expect(manifests.map((m) => m!.metadata.name).sort()).toEqual(
+      ['consent-api', 'conversion-forwarder', 'identity-resolver', 'ingest-gateway', 'migrate', 'profile-api', 'topics'].map((n) => `svc-${n}`),
+    );
+    const shared = {
+      DATABASE_SSL_MODE: 'verify-full',
+      DATABASE_URL_FILE: '/etc/svc/secrets/database/url',
+      DATABASE_SSL_CA_FILE: '/etc/svc/secrets/database/ca.crt',
+      DATABASE_SSL_CERT_FILE: '/etc/svc/secrets/database/tls.crt',
+      DATABASE_SSL_KEY_FILE: '/etc/svc/secrets/database/tls.key',
+      KAFKA_SECURITY_PROTOCOL: 'SASL_SSL',
+      KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512',
+      KAFKA_SASL_USERNAME: 'svc',
+      KAFKA_SASL_PASSWORD_FILE: '/etc/svc/secrets/kafka/sasl-password',
+      KAFKA_SSL_CA_FILE: '/etc/svc/secrets/kafka/ca.crt',
+      KAFKA_SSL_CERT_FILE: '/etc/svc/secrets/kafka/tls.crt',
+      KAFKA_SSL_KEY_FILE: '/etc/svc/secrets/kafka/tls.key',
+      KAFKA_REPLICATION_FACTOR: '3',
+      KAFKA_MIN_INSYNC_REPLICAS: '2',
+      SCHEMA_REGISTRY_URL: 'https://registry.example.com/apis/ccompat/v7',
+      SCHEMA_REGISTRY_USERNAME: 'svc',
+      SCHEMA_REGISTRY_CA_FILE: '/etc/svc/secrets/schema-registry/ca.crt',
+      SCHEMA_REGISTRY_PASSWORD_FILE: '/etc/svc/secrets/schema-registry/password',
+    };
+    const secretVariables = ['DATABASE_URL', 'KAFKA_SASL_PASSWORD', 'SCHEMA_REGISTRY_PASSWORD', 'CONNECTOR_SECRET_KEY', 'CURSOR_SECRET'];
+    for (const manifest of manifests) {
+      const pod = manifest!.spec.template.spec;
+      const [container] = pod.containers;
+      const env = Object.fromEntries(container!.env.map((e) => [e.name, e.value]));
+      expect({ name: manifest!.metadata.name, env }).toMatchObject({ env: shared });
+      // No secret as a value or from secretKeyRef: only their *_FILE paths.
+      expect(container!.env.filter((e) => e.valueFrom !== undefined || secretVariables.includes(e.name))).toEqual([]);
+      expect(container!.volumeMounts).toContainEqual({ name: 'secrets', mountPath: '/etc/svc/secrets', readOnly: true });
+      // Every *_FILE names a file the projected volume holds.
+      const files = pod.volumes.find((v) => v.name === 'secrets')!.projected!.sources.flatMap((source) => source.secret.items.map((item) => `/etc/svc/secrets/${item.path}`));
+      const named = Object.entries(env).filter(([name]) => name.endsWith('_FILE')).map(([, value]) => value);
+      expect(files.sort()).toEqual([...named].sort());
+    }
+  });
+
+  it.each([
+    ['SASL without its login', ['--set', 'kafka.securityProtocol=SASL_SSL', '--set', 'kafka.sasl.mechanism=SCRAM-SHA-512'], 'kafka.sasl.username'],
+    ['a Kafka CA with PLAINTEXT', ['--set', 'kafka.tls.caSecret=kafka-ca'], 'kafka.securityProtocol PLAINTEXT does not use TLS'],
+    ['more in-sync replicas than replicas', ['--set', 'kafka.replicationFactor=1'], 'kafka.minInsyncReplicas must not exceed kafka.replicationFactor'],
+    ['a registry password without its user', ['--set', 'schemaRegistry.existingSecret=registry-auth'], 'schemaRegistry.existingSecret needs schemaRegistry.username'],
+    ['a PostgreSQL CA without a TLS mode', ['--set', 'database.tls.caSecret=svc-db-ca'], 'database.tls.mode'],
+    ['the former kafka.schemaRegistryUrl', ['--set', 'kafka.schemaRegistryUrl=http://registry:8080'], 'set schemaRegistry.url instead'],
+  ])('fails: %s, naming the values to change', async (_name, args, message) => {
+    const result = await template(CHART, ...args);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain(message);
   });
 
   it('fails: neither an existing Secret nor the values for the chart to keep', async () => {
@@ -138,11 +199,14 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
       });
       expect(envLines.filter((line) => /^(POSTGRES_PASSWORD|CONNECTOR_SECRET_KEY|CURSOR_SECRET)=.+/.test(line))).toHaveLength(3);
     });
-    /** The loader on `files`, resolved from the repository root as `docker compose` run there does. */
-    async function config(files: string[], env = envLines) {
+    async function envFileOf(env: string[]): Promise<string> {
       const envFile = path.join(dir, `compose-${Math.random().toString(36).slice(2)}.env`);
       await writeFile(envFile, `${env.join('\n')}\n`);
-      return run(tools.dockerCompose, ['--project-directory', ROOT, '--env-file', envFile, ...files.flatMap((f) => ['-f', f]), 'config', '--quiet']);
+      return envFile;
+    }
+    /** The loader on `files`, resolved from the repository root as `docker compose` run there does. */
+    async function config(files: string[], env = envLines) {
+      return run(tools.dockerCompose, ['--project-directory', ROOT, '--env-file', await envFileOf(env), ...files.flatMap((f) => ['-f', f]), 'config', '--quiet']);
     }
 
     it.each([
@@ -150,6 +214,54 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
       ['docker-compose.yml with docker-compose.local.yml', ['docker-compose.yml', 'docker-compose.local.yml']],
     ])('compose: %s passes the compose-spec loader', async (_name, files) => {
       expect(await config(files.map((f) => path.join(ROOT, f)))).toMatchObject({ code: 0, stderr: '' });
+    });
+
+    it('compose: the override of docs/operations.md for managed Kafka, registry and PostgreSQL loads, with .env.example\'s settings for it', async () => {
+      const docs = await readFile(path.join(ROOT, 'docs/operations.md'), 'utf8');
+      const block = /```yaml\n((?:[ \t]*)# docker-compose\.managed\.yml[\s\S]*?)\n[ \t]*```/.exec(docs)?.[1];
+      expect(block).toBeDefined();
+      const indent = /^[ \t]*/.exec(block!)![0];
+      const override = path.join(dir, 'docker-compose.managed.yml');
+      await writeFile(override, `${block!.split('\n').map((line) => line.slice(indent.length)).join('\n')}\n`);
+      // .env as the operator makes it for the override: its commented settings switched on.
+      const managedEnv = envLines.map((line) => (/^#(KAFKA|SCHEMA_REGISTRY)_[A-Z_]+=/.test(line) ? line.slice(1) : line));
+      expect(managedEnv.filter((line) => /^(KAFKA_BROKERS|KAFKA_SASL_USERNAME|SCHEMA_REGISTRY_URL|SCHEMA_REGISTRY_USERNAME)=.+/.test(line))).toHaveLength(4);
+      const files = [path.join(ROOT, 'docker-compose.yml'), override];
+      const result = await run(tools.dockerCompose, ['--project-directory', ROOT, '--env-file', await envFileOf(managedEnv), ...files.flatMap((f) => ['-f', f]), 'config', '--format', 'json']);
+      expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+      type Service = { environment?: Record<string, string | null>; secrets?: Array<{ source: string }>; depends_on?: Record<string, unknown> };
+      const services = (JSON.parse(result.stdout) as { services: Record<string, Service> }).services;
+      // The stack's own PostgreSQL, broker and registry do not start; nothing waits for them.
+      expect(Object.keys(services).sort()).toEqual(['consent-api', 'conversion-forwarder', 'edge', 'identity-resolver', 'ingest-gateway', 'migrate', 'profile-api', 'topics']);
+      for (const name of ['migrate', 'topics', 'ingest-gateway', 'identity-resolver', 'profile-api', 'consent-api', 'conversion-forwarder']) {
+        const service = services[name]!;
+        expect({ name, environment: service.environment }).toMatchObject({
+          environment: {
+            DATABASE_URL: '',
+            DATABASE_URL_FILE: '/run/secrets/database_url',
+            DATABASE_SSL_MODE: 'verify-full',
+            KAFKA_BROKERS: 'b-1.kafka.example.com:9096,b-2.kafka.example.com:9096,b-3.kafka.example.com:9096',
+            KAFKA_SECURITY_PROTOCOL: 'SASL_SSL',
+            KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512',
+            KAFKA_SASL_PASSWORD_FILE: '/run/secrets/kafka_sasl_password',
+            KAFKA_REPLICATION_FACTOR: '3',
+            KAFKA_MIN_INSYNC_REPLICAS: '2',
+            SCHEMA_REGISTRY_URL: 'https://registry.example.com/apis/ccompat/v7',
+            SCHEMA_REGISTRY_PASSWORD_FILE: '/run/secrets/schema_registry_password',
+          },
+        });
+        expect(service.secrets?.map((s) => s.source).sort()).toEqual(['database_url', 'kafka_sasl_password', 'schema_registry_password']);
+        expect(Object.keys(service.depends_on ?? {}).filter((d) => ['postgres', 'kafka', 'registry'].includes(d))).toEqual([]);
+      }
+    });
+
+    it('compose: the stack\'s one broker gets topics with one replica', async () => {
+      const result = await run(tools.dockerCompose, ['--project-directory', ROOT, '--env-file', await envFileOf(envLines), '-f', path.join(ROOT, 'docker-compose.yml'), 'config', '--format', 'json']);
+      expect(result.code).toBe(0);
+      const services = (JSON.parse(result.stdout) as { services: Record<string, { environment?: Record<string, string> }> }).services;
+      for (const name of ['migrate', 'topics', 'ingest-gateway', 'identity-resolver', 'profile-api', 'consent-api', 'conversion-forwarder']) {
+        expect({ name, environment: services[name]!.environment }).toMatchObject({ environment: { KAFKA_REPLICATION_FACTOR: '1', KAFKA_MIN_INSYNC_REPLICAS: '1' } });
+      }
     });
 
     it('compose fails: a dependency condition compose does not know', async () => {

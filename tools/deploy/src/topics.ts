@@ -1,16 +1,32 @@
-import { BusUnavailableError, busConfigSpec, createBus, prefixedTopics, type BusConfig } from '@svc/bus';
-import { createDb, createLogger, env, httpServiceConfigSpec, loadConfigOrExit, type Logger } from '@svc/runtime';
+import { BusUnavailableError, busConfigSpec, checkBus, createBus, prefixedTopics, type BusConfig } from '@svc/bus';
+import {
+  checkDatabase,
+  createDb,
+  createLogger,
+  databaseConnection,
+  databaseTlsConfigSpec,
+  env,
+  httpServiceConfigSpec,
+  loadConfigOrExit,
+  startupConfigSpec,
+  type DatabaseTlsConfig,
+  type Logger,
+} from '@svc/runtime';
 
 const configSpec = {
   DATABASE_URL: env.string({ description: 'PostgreSQL URL (the Postgres-backed log keeps its partitions there)', secret: true }),
+  ...databaseTlsConfigSpec,
   LOG_LEVEL: httpServiceConfigSpec.LOG_LEVEL,
   ...busConfigSpec,
+  ...startupConfigSpec,
 };
 
 /** The `topics` job: creates the deployment's topics, then exits 0. */
 export async function topicsCommand(): Promise<number> {
   const config = loadConfigOrExit(configSpec, process.env);
   const logger = createLogger({ name: 'topics', level: config.LOG_LEVEL });
+  const timeoutMs = config.STARTUP_CONNECT_TIMEOUT_SECONDS * 1_000;
+  await Promise.all([checkDatabase(databaseConnection(config.DATABASE_URL, config), timeoutMs), checkBus(config, timeoutMs)]);
   const topics = await createTopics(config, logger);
   logger.info({ topics, kafka: config.KAFKA_BROKERS.length > 0 }, 'topics ready');
   return 0;
@@ -32,15 +48,15 @@ export interface CreateTopicsOptions {
  * its id. A log that is still starting (a broker without a controller yet)
  * is retried until `deadlineMs`.
  */
-export async function createTopics(config: BusConfig & { DATABASE_URL: string }, logger: Logger, options: CreateTopicsOptions = {}): Promise<string[]> {
+export async function createTopics(config: BusConfig & DatabaseTlsConfig & { DATABASE_URL: string }, logger: Logger, options: CreateTopicsOptions = {}): Promise<string[]> {
   const deadline = Date.now() + (options.deadlineMs ?? 120_000);
   const topics = Object.values(prefixedTopics(config.TOPIC_PREFIX));
   // The Postgres-backed log keeps its partitions in the database; Kafka never touches this pool.
-  const db = createDb({ url: config.DATABASE_URL, poolMax: 2, applicationName: 'svc-topics' });
+  const db = createDb({ ...databaseConnection(config.DATABASE_URL, config), poolMax: 2, applicationName: 'svc-topics' });
   try {
     for (;;) {
       try {
-        const bus = await createBus(config, { db, databaseUrl: config.DATABASE_URL, logger });
+        const bus = await createBus(config, { db, logger });
         try {
           await bus.ensureTopics(topics);
           return topics.map((t) => t.name);

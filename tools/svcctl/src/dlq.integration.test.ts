@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { busMigrations, createBus, partitionFor, prefixedTopics, type Bus } from '@svc/bus';
+import { busConfigSpec, busMigrations, createBus, partitionFor, prefixedTopics, type Bus } from '@svc/bus';
 import type { RawEventEnvelope } from '@svc/contracts';
 import { identityMigrations, privacyMigrations } from '@svc/identity';
 import { startResolver, type RunningResolver } from '@svc/identity-resolver';
-import { AccountsStore, accountsMigrations, type Db } from '@svc/runtime';
-import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, testLogger, type TestDatabase } from '@svc/testkit';
+import { AccountsStore, accountsMigrations, loadConfig, type Db } from '@svc/runtime';
+import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEnv, testLogger, type TestDatabase } from '@svc/testkit';
 import { ok, svcctl } from './test-support/run';
 
 /**
@@ -21,18 +21,14 @@ function dlqSuite(tier: 'postgres-log' | 'kafka'): void {
   let resolver: RunningResolver;
   const prefix = `dlq${randomUUID().slice(0, 8)}.`;
   const topics = prefixedTopics(prefix);
-  const kafka = tier === 'kafka' ? kafkaEndpoints() : undefined;
-  const env: Record<string, string> = { TOPIC_PREFIX: prefix, ...(kafka ? { KAFKA_BROKERS: kafka.brokers.join(','), SCHEMA_REGISTRY_URL: kafka.registryUrl } : {}) };
+  const env: Record<string, string> = { TOPIC_PREFIX: prefix, ...(tier === 'kafka' ? kafkaEnv() : {}) };
   /** The organisation the bug hits while `broken` is set. */
   let unlucky = '';
   let broken = true;
 
   beforeAll(async () => {
     t = await createTestDatabase([accountsMigrations, busMigrations, identityMigrations, privacyMigrations]);
-    bus = await createBus(
-      { KAFKA_BROKERS: kafka?.brokers ?? [], SCHEMA_REGISTRY_URL: kafka?.registryUrl, TOPIC_PREFIX: prefix, BUS_RETENTION_HOURS: 168 },
-      { db: t.db, databaseUrl: t.url, logger: testLogger('svcctl-dlq') },
-    );
+    bus = await createBus(loadConfig(busConfigSpec, env), { db: t.db, logger: testLogger('svcctl-dlq') });
     await bus.ensureTopics(Object.values(topics));
     resolver = await startResolver({
       db: t.db,

@@ -3,7 +3,10 @@ import { busConfigSpec, createBus, prefixedTopics, type Bus } from '@svc/bus';
 import { identityConfigSpec } from '@svc/identity';
 import {
   AppError,
+  ConnectionCheckError,
   createDb,
+  databaseConnection,
+  databaseTlsConfigSpec,
   createLogger,
   env,
   httpServiceConfigSpec,
@@ -25,6 +28,7 @@ import { InvalidInputError } from './command';
  */
 const configSpec = {
   DATABASE_URL: env.url({ description: 'PostgreSQL URL; unset uses the embedded database in DATA_DIR', default: undefined, secret: true }),
+  ...databaseTlsConfigSpec,
   DATA_DIR: env.string({ description: 'Data directory of the standalone stack (embedded database)', default: './.data' }),
   ...connectorKeyConfigSpec,
   // `replay` reads the log the services write.
@@ -44,13 +48,12 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig(configSpec, process.env);
 
   let embedded: EmbeddedPostgres | undefined;
-  let url = config.DATABASE_URL;
-  if (!url) {
+  let connection = config.DATABASE_URL ? databaseConnection(config.DATABASE_URL, config) : undefined;
+  if (!connection) {
     embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR });
-    url = embedded.url;
+    connection = { url: embedded.url };
   }
-  const db = createDb({ url, poolMax: 2, applicationName: 'svcctl' });
-  const databaseUrl = url;
+  const db = createDb({ ...connection, poolMax: 2, applicationName: 'svcctl' });
   const logger = createLogger({ name: 'svcctl', level: config.LOG_LEVEL, destination: process.stderr });
   let opened: Promise<{ bus: Bus; topics: ReturnType<typeof prefixedTopics> }> | undefined;
   try {
@@ -61,7 +64,7 @@ async function main(argv: string[]): Promise<number> {
       migrations: allMigrations,
       connectorSecretKey: () => resolveSecretKey(config.CONNECTOR_SECRET_KEY, config.DATA_DIR),
       bus: () =>
-        (opened ??= createBus(config, { db, databaseUrl, logger }).then((bus) => ({ bus, topics: prefixedTopics(config.TOPIC_PREFIX) }))),
+        (opened ??= createBus(config, { db, logger }).then((bus) => ({ bus, topics: prefixedTopics(config.TOPIC_PREFIX) }))),
       logger,
       defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
     });
@@ -76,7 +79,7 @@ async function main(argv: string[]): Promise<number> {
 
 function fail(err: unknown): number {
   const usage = err instanceof UsageError;
-  const known = usage || err instanceof AppError || (err as Error)?.name === 'ConfigError';
+  const known = usage || err instanceof AppError || err instanceof ConnectionCheckError || (err as Error)?.name === 'ConfigError';
   const message = known ? (err as Error).message : `unexpected failure: ${(err as Error)?.message ?? String(err)}`;
   const problems = err instanceof InvalidInputError ? { problems: err.problems } : {};
   process.stderr.write(`${JSON.stringify({ error: message, ...problems })}\n`);

@@ -51,7 +51,7 @@ class KafkaBusImpl implements KafkaBus {
     this.logger = o.logger ?? silentLogger;
     this.timeoutMs = o.operationTimeoutMs ?? 8_000;
     const requestTimeoutMs = o.requestTimeoutMs ?? 5_000;
-    this.registry = MemoizingRegistryClient.connect(o.registryUrl, requestTimeoutMs);
+    this.registry = MemoizingRegistryClient.connect(o.registryUrl, requestTimeoutMs, o.registryAccess);
     this.codec = new Codec(this.registry);
     const kafka = createKafka(o, this.sockets, this.logger);
     this.kafka = kafka;
@@ -60,7 +60,10 @@ class KafkaBusImpl implements KafkaBus {
       ackTimeoutMs: requestTimeoutMs,
     });
     this.admin = new Connected(kafka.admin({ retry: shortRetry }));
-    this.topics = new TopicManager(() => this.admin.get(), this.registry);
+    this.topics = new TopicManager(() => this.admin.get(), this.registry, undefined, {
+      replicationFactor: o.replicationFactor,
+      minInsyncReplicas: o.minInsyncReplicas,
+    });
     this.lag = o.metricsRegistry ? new LagGauge(o.metricsRegistry) : undefined;
     if (o.metricsRegistry) observeDeadLetters(o.metricsRegistry, async () => kafkaDeadLetters(await this.admin.get()));
   }

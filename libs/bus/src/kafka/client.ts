@@ -1,4 +1,5 @@
-import { connect, Socket } from 'node:net';
+import { connect, isIP, Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
 import { Kafka, logLevel, type ISocketFactory, type logCreator, type RetryOptions } from 'kafkajs';
 import type { BusLogger } from '../shared';
 import type { KafkaBusOptions } from './options';
@@ -13,14 +14,17 @@ export class Sockets {
   private readonly live = new Set<Socket>();
   private dead = false;
 
-  readonly factory: ISocketFactory = ({ host, port, onConnect }) => {
+  readonly factory: ISocketFactory = ({ host, port, ssl, onConnect }) => {
     if (this.dead) {
       const socket = new Socket();
       // kafkajs attaches its listeners after we return: fail on the next turn.
       setImmediate(() => socket.destroy(Object.assign(new Error('connect ECONNREFUSED (bus killed)'), { code: 'ECONNREFUSED' })));
       return socket;
     }
-    const socket = connect({ host, port }, onConnect);
+    // As kafkajs's own factory: TLS when the client has `ssl`, the host name sent for SNI and checked against the certificate.
+    const socket = ssl
+      ? connectTls({ host, port, ...(isIP(host) ? {} : { servername: host }), ...(typeof ssl === 'object' ? ssl : {}) }, onConnect)
+      : connect({ host, port }, onConnect);
     socket.setKeepAlive(true, 60_000);
     socket.setNoDelay(true);
     this.live.add(socket);
@@ -47,6 +51,8 @@ export function createKafka(o: KafkaBusOptions, sockets: Sockets, logger: BusLog
     requestTimeout: o.requestTimeoutMs ?? 5_000,
     retry: shortRetry,
     socketFactory: sockets.factory,
+    ...(o.ssl ? { ssl: o.ssl } : {}),
+    ...(o.sasl ? { sasl: o.sasl } : {}),
     logLevel: logLevel.INFO,
     logCreator: kafkaLogs(logger),
   });

@@ -1,3 +1,4 @@
+import type { ConnectionOptions } from 'node:tls';
 import type { Registry } from 'prom-client';
 import type { BusLogger } from '../shared';
 
@@ -6,6 +7,16 @@ export interface KafkaBusOptions {
   brokers: readonly string[];
   /** Confluent-compatible schema registry base URL. */
   registryUrl: string;
+  /** TLS to the brokers (a CA, a client certificate); absent: plaintext. */
+  ssl?: ConnectionOptions;
+  /** A SASL login, over `ssl` when that is set. */
+  sasl?: KafkaSasl;
+  /** An https registry's CA, and its HTTP basic-auth login. */
+  registryAccess?: RegistryAccess;
+  /** Replicas of each topic this bus creates (default: the broker's default.replication.factor). */
+  replicationFactor?: number;
+  /** min.insync.replicas of each topic this bus creates (default: the broker's). */
+  minInsyncReplicas?: number;
   /** Names this process to the brokers (default `svc-bus`). */
   clientId?: string;
   logger?: BusLogger;
@@ -54,4 +65,18 @@ export function consumerSettings(o: KafkaBusOptions): ResolvedConsumerSettings {
     heartbeatIntervalMs: o.consumer?.heartbeatIntervalMs ?? 1_000,
     maxWaitTimeMs: o.consumer?.maxWaitTimeMs ?? 500,
   };
+}
+
+/** kafkajs's own SASL options for the mechanisms it implements. */
+export type KafkaSasl = { username: string; password: string } & (
+  | { mechanism: 'plain' }
+  | { mechanism: 'scram-sha-256' }
+  | { mechanism: 'scram-sha-512' }
+);
+
+export interface RegistryAccess {
+  /** PEM of the CA to trust for an https registry. */
+  ca?: string;
+  username?: string;
+  password?: string;
 }

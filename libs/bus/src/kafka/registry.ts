@@ -1,4 +1,6 @@
+import { Agent } from 'node:https';
 import { SchemaRegistryClient, type SchemaInfo, type SchemaMetadata } from '@confluentinc/schemaregistry';
+import type { RegistryAccess } from './options';
 
 /**
  * The registry client, with the two look-ups the serdes make for every
@@ -12,13 +14,14 @@ export class MemoizingRegistryClient extends SchemaRegistryClient {
   private readonly byId = new Map<string, Promise<SchemaInfo>>();
   private readonly idOf = new WeakMap<SchemaInfo, Map<string, Promise<SchemaMetadata>>>();
 
-  static connect(url: string, timeoutMs: number): MemoizingRegistryClient {
+  static connect(url: string, timeoutMs: number, access: RegistryAccess = {}): MemoizingRegistryClient {
     return new MemoizingRegistryClient({
       baseURLs: [url],
       maxRetries: 2,
       retriesWaitMs: 100,
       retriesMaxWaitMs: 1_000,
-      createAxiosDefaults: { timeout: timeoutMs },
+      createAxiosDefaults: { timeout: timeoutMs, ...(access.ca ? { httpsAgent: new Agent({ ca: access.ca, keepAlive: true }) } : {}) },
+      ...(access.username ? { basicAuthCredentials: { credentialsSource: 'USER_INFO', userInfo: `${access.username}:${access.password ?? ''}` } } : {}),
     });
   }
 

@@ -3,6 +3,11 @@ import type { Admin, ITopicConfig } from 'kafkajs';
 import type { TopicSpec } from '@svc/contracts';
 import { isRawTopic, valueSubject } from './codec';
 
+export interface TopicReplication {
+  replicationFactor?: number | undefined;
+  minInsyncReplicas?: number | undefined;
+}
+
 /** What producing to a topic needs to know. */
 export interface TopicState {
   /** The topic's partition count on the broker (at least the spec's). */
@@ -40,6 +45,8 @@ export class TopicManager {
     private readonly admin: () => Promise<Admin>,
     private readonly registry: SchemaRegistryClient,
     private readonly refreshMs = 30_000,
+    /** How topics this process creates are replicated; unset parts take the broker's defaults. */
+    private readonly replication: TopicReplication = {},
   ) {}
 
   /**
@@ -96,13 +103,16 @@ export class TopicManager {
     let partitions = await partitionCount(admin, spec.name, !existed);
     if (partitions === undefined) {
       // Someone else may have created it first; either way it exists now.
+      const { replicationFactor, minInsyncReplicas } = this.replication;
       await createTopic(admin, {
         topic: spec.name,
         numPartitions: spec.partitions,
+        ...(replicationFactor === undefined ? {} : { replicationFactor }),
         // The port's IncomingMessage.timestamp is when the log stored the message, not the producer's clock.
         configEntries: [
           { name: 'message.timestamp.type', value: 'LogAppendTime' },
           ...(spec.retainForever ? [{ name: 'retention.ms', value: '-1' }] : []),
+          ...(minInsyncReplicas === undefined ? [] : [{ name: 'min.insync.replicas', value: String(minInsyncReplicas) }]),
         ],
       });
       partitions = (await partitionCount(admin, spec.name)) ?? spec.partitions;
@@ -177,8 +187,25 @@ async function createTopic(admin: Admin, topic: ITopicConfig): Promise<void> {
   try {
     await admin.createTopics({ topics: [topic], waitForLeaders: true });
   } catch (err) {
-    if (!notServedYet(err)) throw err;
+    if (notServedYet(err)) return;
+    const refused = refusedReplication(err);
+    if (refused) {
+      throw new Error(`bus: cannot create topic ${topic.topic}: ${refused} (KAFKA_REPLICATION_FACTOR and KAFKA_MIN_INSYNC_REPLICAS must fit the cluster: 1 and 1 for a single broker)`, { cause: err });
+    }
+    throw err;
   }
+}
+
+/** The broker's own words when a topic's replication does not fit the cluster (kafkajs puts them in the error's `errors`). */
+function refusedReplication(err: unknown, depth = 0): string | undefined {
+  if (typeof err !== 'object' || err === null || depth > 3) return undefined;
+  const { type, message, errors, originalError, cause } = err as Record<string, unknown>;
+  if (type === 'INVALID_REPLICATION_FACTOR' || type === 'INVALID_CONFIG' || type === 'POLICY_VIOLATION') return String(message);
+  for (const e of [...(Array.isArray(errors) ? (errors as unknown[]) : []), originalError, cause]) {
+    const found = refusedReplication(e, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 /** The topic's partition count once every partition has a leader (bounded wait); undefined when it does not exist. */

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { isDatabaseUnavailable, type Db } from '@svc/runtime';
+import { isDatabaseUnavailable, sslForClient, type Db } from '@svc/runtime';
 
 /**
  * Settings for the adapter's own sessions (LISTEN, and one per consumer for
@@ -10,8 +10,11 @@ export function sessionConfig(db: Db, url: string | undefined): pg.ClientConfig 
   if (url) return { connectionString: url };
   const conn: unknown = db.client.config.connection;
   if (typeof conn === 'string') return { connectionString: conn };
-  // knex's PgConnectionConfig is pg's ClientConfig (knex hands it to pg.Client as is).
-  if (conn && typeof conn === 'object') return { ...(conn as pg.ClientConfig) };
+  // knex's PgConnectionConfig is pg's ClientConfig (knex hands it to pg.Client as is); TLS options copied with their key.
+  if (conn && typeof conn === 'object') {
+    const config = conn as pg.ClientConfig;
+    return typeof config.ssl === 'object' ? { ...config, ssl: sslForClient(config.ssl) } : { ...config };
+  }
   throw new Error('createPostgresLogBus: the knex connection is a provider function; pass `url` as well');
 }
 

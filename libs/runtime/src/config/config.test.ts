@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { ConfigError, env, loadConfig } from './config';
 
@@ -36,5 +39,40 @@ describe('loadConfig', () => {
       expect(err).toBeInstanceOf(ConfigError);
       expect((err as ConfigError).problems).toHaveLength(3);
     }
+  });
+
+  describe('a secret from a file (X_FILE)', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-config-'));
+    const file = (name: string, text: string) => {
+      const p = path.join(dir, name);
+      writeFileSync(p, text);
+      return p;
+    };
+
+    it.each([
+      ['a trailing newline dropped', 's3cret\n', 's3cret'],
+      ['a CRLF dropped', 's3cret\r\n', 's3cret'],
+      ['no newline kept as is', 's3cret', 's3cret'],
+      ['only one newline dropped', 's3cret\n\n', 's3cret\n'],
+    ])('reads the file: %s', (_, text, value) => {
+      expect(loadConfig(spec, { NAME: 'x', TOKEN_FILE: file('token', text) }).TOKEN).toBe(value);
+    });
+
+    it('refuses both X and X_FILE', () => {
+      expect(() => loadConfig(spec, { NAME: 'x', TOKEN: 'a', TOKEN_FILE: file('t2', 'b') })).toThrow(/TOKEN and TOKEN_FILE are both set: set one/);
+    });
+
+    it('names an unreadable file without echoing anything from it, and reports it once', () => {
+      try {
+        loadConfig(spec, { NAME: 'x', TOKEN_FILE: path.join(dir, 'missing') });
+        throw new Error('expected a ConfigError');
+      } catch (err) {
+        expect((err as ConfigError).problems).toEqual([`TOKEN_FILE must name a readable file (ENOENT: ${path.join(dir, 'missing')})`]);
+      }
+    });
+
+    it('is only for secrets: NAME_FILE is not read', () => {
+      expect(() => loadConfig(spec, { NAME_FILE: file('name', 'x') })).toThrow(/NAME is required/);
+    });
   });
 });

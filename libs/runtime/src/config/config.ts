@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+
 /**
  * Configuration is read once, in a service's composition root, from the
  * environment. Every variable is declared with its type, default and a sentence
@@ -99,11 +101,20 @@ export const env = {
     values,
     parse: (raw) => ((values as readonly string[]).includes(raw) ? (raw as V) : new Error(`one of ${values.join(', ')}`)),
   }),
+  /** Optional enum without a default: undefined when unset. */
+  optionalEnum: <V extends string>(values: readonly V[], o: Omit<Options<V>, 'default'>): VarSpec<V | undefined> => ({
+    ...env.enum(values, o),
+    default: undefined,
+  }),
 };
 
 /**
  * Parses `source` (normally process.env) against `spec` into a frozen object.
- * Throws ConfigError naming every variable that is missing or malformed.
+ * A secret variable `X` may instead be given as `X_FILE`, the path of a file
+ * holding it (a mounted Kubernetes or compose secret), so a secret never has
+ * to sit in the environment or on a command line; one trailing newline is
+ * dropped. Throws ConfigError naming every variable that is missing or
+ * malformed.
  */
 export function loadConfig<S extends Record<string, VarSpec<unknown>>>(
   spec: S,
@@ -112,7 +123,8 @@ export function loadConfig<S extends Record<string, VarSpec<unknown>>>(
   const out: Record<string, unknown> = {};
   const problems: string[] = [];
   for (const [name, v] of Object.entries(spec)) {
-    const raw = source[name];
+    const raw = v.secret ? secretValue(name, source, problems) : source[name];
+    if (raw === unreadable) continue;
     if (raw === undefined || raw === '') {
       if (!('default' in v)) problems.push(`${name} is required: ${v.description}`);
       else out[name] = v.default;
@@ -128,6 +140,24 @@ export function loadConfig<S extends Record<string, VarSpec<unknown>>>(
   }
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(out) as ConfigValues<S>;
+}
+
+const unreadable = Symbol('unreadable');
+
+/** A secret's value from `name` or from the file `name_FILE` names (never both); a problem is recorded, not thrown. */
+function secretValue(name: string, source: Record<string, string | undefined>, problems: string[]): string | undefined | typeof unreadable {
+  const file = source[`${name}_FILE`];
+  if (file === undefined || file === '') return source[name];
+  if (source[name] !== undefined && source[name] !== '') {
+    problems.push(`${name} and ${name}_FILE are both set: set one`);
+    return unreadable;
+  }
+  try {
+    return readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+  } catch (err) {
+    problems.push(`${name}_FILE must name a readable file (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}: ${file})`);
+    return unreadable;
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import knex, { type Knex } from 'knex';
 import pg from 'pg';
+import { sslForClient, type DatabaseConnection } from './connection';
 
 // Postgres `bigint` (int8) and `numeric` come back as strings by default; every
 // int8 this product stores (counts, offsets) fits comfortably in a JS number.
@@ -14,8 +15,7 @@ export interface SqlCondition {
   bindings: readonly string[];
 }
 
-export interface DbOptions {
-  url: string;
+export interface DbOptions extends DatabaseConnection {
   /** Maximum pool connections. */
   poolMax?: number;
   /** Shows up in pg_stat_activity, so an operator can tell the services apart. */
@@ -23,10 +23,11 @@ export interface DbOptions {
 }
 
 /** A knex instance on the pg driver. The caller owns it and must `destroy()` it. */
-export function createDb({ url, poolMax = 10, applicationName = 'svc' }: DbOptions): Db {
+export function createDb({ url, ssl, poolMax = 10, applicationName = 'svc' }: DbOptions): Db {
   return knex({
     client: 'pg',
-    connection: { connectionString: url, application_name: applicationName },
+    // The Postgres-backed log opens sessions of its own from this same object (its `sessionConfig`).
+    connection: { connectionString: url, ...(ssl === undefined ? {} : { ssl: sslForClient(ssl) }), application_name: applicationName },
     pool: { min: 0, max: poolMax, idleTimeoutMillis: 30_000 },
     acquireConnectionTimeout: 10_000,
   });

@@ -11,7 +11,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { runMigrations } from '@svc/runtime';
-import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEnv, type TestDatabase } from '@svc/testkit';
 import { allMigrations } from '../migrations';
 import { DEPLOYED_SERVICES, startServiceProcesses, type ServiceProcess } from '../test-support/service-processes';
 import { DASHBOARDS_DIR, RULES_FILE, dashboardExpressions, exportedNames, ruleExpressions, unexportedMetrics } from '../test-support/observability-files';
@@ -22,10 +22,9 @@ function scrapeSuite(tier: 'postgres-log' | 'kafka'): void {
   beforeAll(async () => {
     database = await createTestDatabase();
     await runMigrations(database.db, allMigrations);
-    const kafka = tier === 'kafka' ? kafkaEndpoints() : undefined;
     const env: Record<string, string> = {
       DATABASE_URL: database.url,
-      ...(kafka ? { KAFKA_BROKERS: kafka.brokers.join(','), SCHEMA_REGISTRY_URL: kafka.registryUrl, TOPIC_PREFIX: `scrape${randomBytes(4).toString('hex')}.` } : {}),
+      ...(tier === 'kafka' ? { ...kafkaEnv(), TOPIC_PREFIX: `scrape${randomBytes(4).toString('hex')}.` } : {}),
     };
     services = await startServiceProcesses(DEPLOYED_SERVICES, env);
   }, 120_000);

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AccountsStore, freePort, loadConfig, type Db, type Logger } from '@svc/runtime';
-import { createTestDatabase, kafkaEndpoints, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, kafkaEnv, type TestDatabase } from '@svc/testkit';
 import { standaloneConfigSpec } from '../../config';
 import { startStack, type RunningStack } from '../../stack';
 import { rawRequest } from './raw-http';
@@ -34,7 +34,7 @@ export async function startFuzzStack(tier: Tier, logger: Logger): Promise<FuzzSt
   let stack: RunningStack | undefined;
   try {
     const port = await freePort();
-    const kafka = tier === 'kafka' ? kafkaEndpoints() : undefined;
+    const kafka = tier === 'kafka';
     const config = loadConfig(standaloneConfigSpec, {
       HOST: '127.0.0.1',
       PORT: String(port),
@@ -42,7 +42,7 @@ export async function startFuzzStack(tier: Tier, logger: Logger): Promise<FuzzSt
       DATA_DIR: dataDir,
       LOG_LEVEL: 'silent',
       TRUSTED_PROXIES: '127.0.0.1/32',
-      ...(kafka ? { KAFKA_BROKERS: kafka.brokers.join(','), SCHEMA_REGISTRY_URL: kafka.registryUrl, TOPIC_PREFIX: `fuzz${randomBytes(4).toString('hex')}.` } : {}),
+      ...(kafka ? { ...kafkaEnv(), TOPIC_PREFIX: `fuzz${randomBytes(4).toString('hex')}.` } : {}),
     });
     stack = await startStack(config, logger);
     const accounts = new AccountsStore(t.db);
