@@ -30,45 +30,8 @@ usage() { die "usage: $0 start <workdir> <port> | stop <workdir>"; }
 # True if something accepts TCP connections on HOST:$1.
 port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 
-# One Kafka request/response in pure bash (no client jar, no JVM start-up):
-# kafka_call <port> <api_key> <api_version> <body-hex> <bytes-to-read>
-# Sends a non-flexible request (header v1, correlation id 42, client id
-# "probe") and prints the first <bytes-to-read> bytes of the reply as hex.
-kafka_call() {
-  local port=$1 key=$2 ver=$3 body=$4 n=$5 msg
-  msg="$(printf '%04x%04x%08x0005%s%s' "$key" "$ver" 42 70726f6265 "$body")"
-  msg="$(printf '%08x' $((${#msg} / 2)))$msg"
-  # Inner script is single-quoted on purpose (gets its values as $0..$3);
-  # sed turns the hex into printf \xNN escapes.
-  # shellcheck disable=SC2016,SC2001
-  timeout 5 bash -c '
-    exec 3<>"/dev/tcp/$0/$1" || exit 1
-    printf "$2" >&3
-    head -c "$3" <&3 | od -An -v -tx1 | tr -d " \n"
-  ' "$HOST" "$port" "$(sed 's/../\\x&/g' <<<"$msg")" "$n" 2>/dev/null
-}
-
-# Metadata v4 (all topics): reply = size, correlation id, throttle, #brokers.
-# The broker only answers once request processing is enabled, which KRaft does
-# after the broker has caught up with the metadata log and been unfenced.
-metadata_ok() {
-  local r
-  r="$(kafka_call "$1" 3 4 ffffffff00 16)" || return 1
-  [[ ${#r} -eq 32 && ${r:8:8} == 0000002a && ${r:24:8} != 00000000 && ${r:24:8} != ffffffff ]]
-}
-
-# Warm-up so the first test does not pay for (or log errors about) lazy
-# internal state: FindCoordinator v1 for a group creates __consumer_offsets,
-# for a transactional id creates __transaction_state; InitProducerId v1
-# (no transactional id) makes the broker fetch its first producer-id block.
-# Each passes once the reply's error code (bytes 12-13) is 0.
-warm_ok() {
-  local r key
-  key="0010$(printf svc-infra-warmup | od -An -v -tx1 | tr -d ' \n')"
-  r="$(kafka_call "$1" 10 1 "${key}00" 14)" && [[ ${r:24:4} == 0000 ]] || return 1
-  r="$(kafka_call "$1" 10 1 "${key}01" 14)" && [[ ${r:24:4} == 0000 ]] || return 1
-  r="$(kafka_call "$1" 22 1 ffff0000ea60 14)" && [[ ${r:24:4} == 0000 ]] || return 1
-}
+# shellcheck source=infra/local/kafka-probe.sh
+source "$HERE/kafka-probe.sh"
 
 # PID from the pidfile if that process is still our broker (guards against
 # a stale pidfile whose PID was reused by something else).

@@ -50,7 +50,7 @@ export {
 export { Lifecycle, RepeatingDrain, SERVICE_NODE_FLAGS, type SignalTarget } from './lifecycle';
 export { authenticate, KeyRequirements, type KeyVerifier } from './auth/authenticate';
 export { KeyCache } from './auth/key-cache';
-export { PostgresRateLimiter, type RateLimiter, type RateLimitRule, type RateLimitVerdict } from './rate-limit/rate-limiter';
+export { InProcessRateLimiter, PostgresRateLimiter, type RateLimiter, type RateLimitRule, type RateLimitVerdict } from './rate-limit/rate-limiter';
 export { rateLimitMigrations } from './rate-limit/migrations';
 export { httpServiceConfigSpec } from './config/common';
 export { admit, perIpRateLimited, perOrgIpRule, rateLimitHeaders } from './rate-limit/http';

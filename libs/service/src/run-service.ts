@@ -2,6 +2,7 @@ import type { Router } from 'express';
 import { checkBus, createBus, type Bus } from '@svc/bus';
 import {
   ConnectionCheckError,
+  DEGRADED,
   Lifecycle,
   checkDatabase,
   createDb,
@@ -47,6 +48,13 @@ export interface ServiceDefinition<S extends Record<string, VarSpec<unknown>>> {
   configSpec: S;
   /** Connections of the pool (default: DB_POOL_MAX). */
   poolMax?: (config: ServiceConfig & ConfigValues<S>) => number;
+  /**
+   * True when the service goes on serving while the database does not answer
+   * (the gateway on Kafka): its readiness then reports the database
+   * `degraded` instead of failing, so a failover does not take it out of
+   * rotation. Default: the database is a hard dependency.
+   */
+  servesWithoutDatabase?: (config: ServiceConfig & ConfigValues<S>) => boolean;
   build(ctx: ServiceContext<ServiceConfig & ConfigValues<S>>): Promise<BuiltService>;
 }
 
@@ -87,7 +95,7 @@ export async function startService<S extends Record<string, VarSpec<unknown>>>(
       config,
       logger,
       metrics,
-      readiness: readinessFromChecks({ database: () => db.raw('select 1'), ...built.readiness }, { logger }),
+      readiness: readinessFromChecks({ database: databaseCheck(db, definition.servesWithoutDatabase?.(config) === true), ...built.readiness }, { logger }),
       mount: (router) => built.mount?.(router),
     });
     lifecycle.registerFirst('http', () => http.close());
@@ -97,6 +105,28 @@ export async function startService<S extends Record<string, VarSpec<unknown>>>(
     await lifecycle.shutdown('start-up failed');
     throw err;
   }
+}
+
+/** The readiness check of the database: failing, or only `degraded` for a service that serves without it. */
+function databaseCheck(db: Db, soft: boolean): () => Promise<unknown> {
+  if (!soft) return () => db.raw('select 1');
+  return async () => {
+    try {
+      // Within the probe's own timeout (5 s): a database that hangs is degraded too, not a failed probe.
+      await withDeadline(db.raw('select 1'), 2_000);
+      return undefined;
+    } catch {
+      return DEGRADED;
+    }
+  };
+}
+
+function withDeadline<T>(work: PromiseLike<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([Promise.resolve(work), late]).finally(() => clearTimeout(timer));
 }
 
 /**

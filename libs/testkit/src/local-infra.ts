@@ -25,6 +25,7 @@ export interface LocalProcess {
  */
 export type LocalProcessEnv = Record<string, string>;
 
+/** Runs `infra/local/<name>` with `args` (bounded by `timeoutMs`) and resolves with its stdout. */
 export function script(name: string, args: string[], timeoutMs: number, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     const options = { timeout: timeoutMs, maxBuffer: 16 << 20, env: { ...process.env, ...env } };
@@ -63,3 +64,37 @@ export const startLocalKafka = (env: LocalProcessEnv = {}): Promise<LocalProcess
 
 /** A Confluent-API schema registry on 127.0.0.1; address is its base URL. */
 export const startLocalRegistry = (env: LocalProcessEnv = {}): Promise<LocalProcess> => startLocal('registry', env);
+
+/** A PostgreSQL server of its own (infra/local/postgres.sh, Debian's binaries), for tests that stop and start it. */
+export interface LocalPostgres {
+  /** Superuser URL of its `postgres` database. */
+  adminUrl: string;
+  /** Stops the server (a fast shutdown); its data stays. */
+  stopServer(): Promise<void>;
+  /** Starts it again on the same port and data. */
+  startServer(): Promise<void>;
+  /** Stops it and removes its data. */
+  remove(): Promise<void>;
+}
+
+export async function startLocalPostgres(certsDir?: string): Promise<LocalPostgres> {
+  const workdir = path.join(os.tmpdir(), `svc-test-pg-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+  const port = String(await freePort());
+  const args = ['start', workdir, port, ...(certsDir ? [certsDir] : [])];
+  const out = await script('postgres.sh', args, 120_000);
+  const last = out.trim().split('\n').pop() ?? '';
+  const stopServer = async () => {
+    await script('postgres.sh', ['stop', workdir], 60_000);
+  };
+  return {
+    adminUrl: last.slice(last.indexOf('=') + 1),
+    stopServer,
+    startServer: async () => {
+      await script('postgres.sh', args, 120_000);
+    },
+    remove: async () => {
+      await stopServer();
+      await rm(workdir, { recursive: true, force: true });
+    },
+  };
+}

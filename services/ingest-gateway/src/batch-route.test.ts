@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { BodyLimitHints, ErrorCodes, EventReasons, Messages, Topics, type RawEventEnvelope } from '@svc/contracts';
 import { BusUnavailableError, SchemaViolationError, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import {
+  InProcessRateLimiter,
   createApp,
   createLogger,
   createMetrics,
@@ -62,6 +63,7 @@ class Doubles {
             return { rule, hits, allowed: hits <= rule.limit, remaining: Math.max(0, rule.limit - hits), retryAfterSeconds: 30 };
           }),
       },
+      fallbackRateLimiter: new InProcessRateLimiter(),
       readUsage: async () => {
         if (this.usageError) throw this.usageError;
         return this.usage;

@@ -22,7 +22,10 @@ import type { GatewayMetrics } from './metrics';
 
 export interface GatewayDeps {
   keys: KeyVerifier;
+  /** The shared counters (PostgreSQL). */
   rateLimiter: RateLimiter;
+  /** Counts in this process while the shared counters cannot be reached. */
+  fallbackRateLimiter: RateLimiter;
   readUsage: UsageReader;
   bus: Pick<Bus, 'produce'>;
   /** The raw-events topic (names may carry a deployment prefix). */
@@ -163,15 +166,21 @@ export async function ingestBatch(deps: GatewayDeps, admitted: AdmittedBatch, re
  * Step 3: the request counted against its rate limits; a 429 for the first
  * broken rule. A key a cache served is confirmed unchanged in the same
  * statement; one that changed is read again (401 or 403 if it may no longer
- * make the request, else it is counted afresh). If the counter store fails
- * the request goes through, since refusing ingestion over a limiter outage
- * loses data; but a key not confirmed is read again first.
+ * make the request, else it is counted afresh). If the shared counters
+ * cannot be reached (the database is down or failing over), the request is
+ * counted in this process instead (`fallbackRateLimiter`), since refusing
+ * ingestion over a limiter outage loses data; a key not confirmed is read
+ * again first, which the key cache answers through an outage for a key the
+ * database confirmed recently.
  */
 async function checkRateLimits(deps: GatewayDeps, { key: admittedKey, reauthenticate, ip, receivedAt }: AdmittedBatch, res: Response): Promise<VerifiedKey> {
   let key = admittedKey;
   let verdicts: RateLimitVerdict[] | undefined;
   try {
-    if (key.unconfirmed && deps.rateLimiter.hitIf) verdicts = await deps.rateLimiter.hitIf(batchRateRules(key, ip), key.unconfirmed, receivedAt);
+    if (key.unconfirmed && deps.rateLimiter.hitIf) {
+      verdicts = await deps.rateLimiter.hitIf(batchRateRules(key, ip), key.unconfirmed, receivedAt);
+      if (verdicts) deps.keys.confirmed?.(key);
+    }
     if (!verdicts) {
       if (key.unconfirmed) key = await reauthenticate();
       verdicts = await deps.rateLimiter.hit(batchRateRules(key, ip), receivedAt);
@@ -179,8 +188,10 @@ async function checkRateLimits(deps: GatewayDeps, { key: admittedKey, reauthenti
   } catch (err) {
     if (err instanceof HttpError) throw err;
     if (key.unconfirmed) key = await reauthenticate();
-    res.locals.log?.warn({ err }, 'rate limiter unavailable; request allowed');
-    return key;
+    if (key.servedThroughOutage) deps.metrics.outageAdmissions.inc();
+    deps.metrics.rateLimitFallbacks.inc();
+    res.locals.log?.warn({ err }, 'rate limiter unavailable; counted in this process');
+    verdicts = await deps.fallbackRateLimiter.hit(batchRateRules(key, ip), receivedAt);
   }
   const limited = rateLimitError(verdicts);
   if (limited) {

@@ -51,7 +51,7 @@ function gatewaySuite(makeBus: (t: TestDatabase) => Bus): void {
           metrics,
           readiness: async () => ({ checks: {} }),
           mount: (router) =>
-            mountGateway(router, { db: t.db, bus, rawTopic: topics.eventsRaw, logger, metrics, trustedProxies: [], upgradeUrl: 'https://billing.test' }),
+            mountGateway(router, { db: t.db, bus, rawTopic: topics.eventsRaw, logger, metrics, trustedProxies: [], upgradeUrl: 'https://billing.test', keyOutageGraceMs: 300_000 }),
         }),
       );
     }

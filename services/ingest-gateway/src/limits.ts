@@ -1,6 +1,7 @@
 import { Headers, Limits, Messages } from '@svc/contracts';
 import {
   HttpError,
+  isDatabaseUnavailable,
   perIpRateLimited,
   perOrgIpRule,
   rateLimitHeaders,
@@ -35,6 +36,29 @@ export function rateLimitError([perIp, perOrg]: RateLimitVerdict[]): HttpError |
 
 /** Reads an organisation's unique events this month; throws when the store cannot answer. */
 export type UsageReader = (orgId: string, at: Date) => Promise<number>;
+
+/**
+ * `read`, answering with an organisation's last reading (of the same month)
+ * while the database cannot be reached, if that reading is at most
+ * `graceMs` old: an organisation with a quota keeps ingesting through a
+ * failover like one without. What it sends meanwhile is counted when the
+ * resolver stores it, so the quota is settled afterwards.
+ */
+export function rememberedThroughOutage(read: UsageReader, graceMs: number, now: () => number = Date.now): UsageReader {
+  const last = new Map<string, { used: number; month: string; at: number }>();
+  return async (orgId, at) => {
+    const month = at.toISOString().slice(0, 7);
+    try {
+      const used = await read(orgId, at);
+      last.set(orgId, { used, month, at: now() });
+      return used;
+    } catch (err) {
+      const known = last.get(orgId);
+      if (known && known.month === month && now() - known.at <= graceMs && isDatabaseUnavailable(err)) return known.used;
+      throw err;
+    }
+  };
+}
 
 /**
  * The plan-quota step: `paused` → 429 with Retry-After 86400 and upgrade_url;

@@ -36,6 +36,14 @@ export function gatewayMetrics({ registry }: Metrics) {
       help: 'Requests refused by a rate limit or plan quota',
       labelNames: ['limit'] as const,
     }),
+    rateLimitFallbacks: defineCounter(registry, {
+      name: 'gateway_rate_limit_fallbacks_total',
+      help: 'Requests counted against their rate limits in this process because the shared counters (the database) could not be reached',
+    }),
+    outageAdmissions: defineCounter(registry, {
+      name: 'gateway_outage_admissions_total',
+      help: 'Requests admitted on a key the database confirmed recently but could not confirm now (KEY_OUTAGE_GRACE_SECONDS)',
+    }),
   };
 }
 export type GatewayMetrics = ReturnType<typeof gatewayMetrics>;

@@ -2,8 +2,9 @@ import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
 import { mountOpenApiDocument } from '@svc/openapi';
-import { AccountsStore, KeyCache, PostgresRateLimiter, type Db, type Logger, type Metrics } from '@svc/runtime';
+import { AccountsStore, InProcessRateLimiter, KeyCache, PostgresRateLimiter, type Db, type Logger, type Metrics } from '@svc/runtime';
 import { mountBatchRoute, type GatewayDeps } from './batch-route';
+import { rememberedThroughOutage } from './limits';
 import { gatewayMetrics } from './metrics';
 import { mountSegmentRoutes } from './segment/routes';
 
@@ -15,6 +16,8 @@ export interface GatewayWiring {
   metrics: Metrics;
   trustedProxies: readonly string[];
   upgradeUrl: string;
+  /** KEY_OUTAGE_GRACE_SECONDS, in ms. */
+  keyOutageGraceMs: number;
 }
 
 /** Builds the gateway's real dependencies and mounts its routes (/v1-batch and the Segment-compatible ones); used by main.ts and the standalone stack. */
@@ -22,9 +25,10 @@ export function mountGateway(router: Router, w: GatewayWiring): void {
   const accounts = new AccountsStore(w.db);
   const deps: GatewayDeps = {
     // Keys held per process, each use confirmed in the request's rate-limit statement: one round trip, not two.
-    keys: new KeyCache(accounts),
+    keys: new KeyCache(accounts, { outageGraceMs: w.keyOutageGraceMs }),
     rateLimiter: new PostgresRateLimiter(w.db),
-    readUsage: (orgId, at) => accounts.monthlyUsage(orgId, at),
+    fallbackRateLimiter: new InProcessRateLimiter(),
+    readUsage: rememberedThroughOutage((orgId, at) => accounts.monthlyUsage(orgId, at), w.keyOutageGraceMs),
     bus: w.bus,
     rawTopic: w.rawTopic,
     trustedProxies: w.trustedProxies,

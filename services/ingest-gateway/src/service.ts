@@ -10,7 +10,16 @@ export async function buildGateway({ config, db, bus, logger, metrics }: Service
   await bus.ensureTopics([topics.eventsRaw]);
   return {
     mount: (router) =>
-      mountGateway(router, { db, bus, rawTopic: topics.eventsRaw, logger, metrics, trustedProxies: config.TRUSTED_PROXIES, upgradeUrl: config.UPGRADE_URL }),
+      mountGateway(router, {
+        db,
+        bus,
+        rawTopic: topics.eventsRaw,
+        logger,
+        metrics,
+        trustedProxies: config.TRUSTED_PROXIES,
+        upgradeUrl: config.UPGRADE_URL,
+        keyOutageGraceMs: config.KEY_OUTAGE_GRACE_SECONDS * 1_000,
+      }),
   };
 }
 
@@ -21,4 +30,10 @@ const configSpec = {
 };
 
 /** The ingest gateway as its own deployment (migrations: the migrate job). Stateless: run as many replicas as load asks. */
-export const gatewayService: ServiceDefinition<typeof configSpec> = { name: 'ingest-gateway', configSpec, build: buildGateway };
+export const gatewayService: ServiceDefinition<typeof configSpec> = {
+  name: 'ingest-gateway',
+  configSpec,
+  build: buildGateway,
+  // On Kafka the log is its only hard dependency: keys held and counted in-process carry it through a database failover.
+  servesWithoutDatabase: (config) => config.KAFKA_BROKERS.length > 0,
+};

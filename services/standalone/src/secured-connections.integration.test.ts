@@ -19,13 +19,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busConfigSpec, checkBus } from '@svc/bus';
 import { AccountsStore, createDb, databaseConnection, databaseTlsConfigSpec, freePort, loadConfig, runMigrations, SERVICE_NODE_FLAGS, type Db } from '@svc/runtime';
-import { describeWithKafka, kafkaEndpoints, secretFile, startSecuredInfra, type SecuredInfra } from '@svc/testkit';
+import { describeWithKafkaAnd, kafkaEndpoints, secretFile, startSecuredInfra, type SecuredInfra } from '@svc/testkit';
 import { allMigrations } from './migrations';
 import { DEPLOYED_SERVICES, startServiceProcesses, type ServiceProcess } from './test-support/service-processes';
 
 const SERVICES_DIR = path.resolve(__dirname, '../..');
 
-describeWithKafka('secured connections: SASL_SSL Kafka, an https registry with a login, TLS-only PostgreSQL', () => {
+describeWithKafkaAnd('secured connections: SASL_SSL Kafka, an https registry with a login, TLS-only PostgreSQL', ['openssl', 'postgresql'], () => {
   let infra: SecuredInfra;
   let secrets: string;
   let db: Db;
@@ -70,7 +70,7 @@ describeWithKafka('secured connections: SASL_SSL Kafka, an https registry with a
       TOPIC_PREFIX: `sec${randomBytes(3).toString('hex')}.`,
       STARTUP_CONNECT_TIMEOUT_SECONDS: '20',
     };
-    services = await startServiceProcesses(DEPLOYED_SERVICES, env);
+    services = await startServiceProcesses(DEPLOYED_SERVICES.map((service) => ({ service, env })));
   }, 240_000);
 
   afterAll(async () => {

@@ -102,4 +102,41 @@ describe('ProducerPool', () => {
     await Promise.all([1, 2, 3, 4].map((i) => pool.send('t', [msg(0, `${i}${big}`)])));
     expect(calls.map((c) => c.batch.topicMessages?.[0]?.messages.length)).toEqual([2, 2]);
   });
+
+  it('sends the request after a failed one through a new producer (a new producer id), and only then', async () => {
+    let failNext = false;
+    const disconnected: number[] = [];
+    const { kafka, calls } = fakeKafka(async (batch) => {
+      if (failNext) {
+        failNext = false;
+        throw new Error('Request timed out');
+      }
+      return storeAll(batch);
+    });
+    const made = kafka.producer.bind(kafka);
+    let count = 0;
+    (kafka as unknown as { producer: () => Producer }).producer = () => {
+      const id = count++;
+      const p = made();
+      return Object.assign(p, { disconnect: async () => void disconnected.push(id) });
+    };
+    const pool = new ProducerPool(kafka, 1, settings);
+    expect(await pool.send('t', [msg(0, 'a')])).toEqual([{ ok: true }]);
+    expect(await pool.send('t', [msg(0, 'b')])).toEqual([{ ok: true }]);
+    failNext = true;
+    const failed = await pool.send('t', [msg(0, 'c'), msg(0, 'd')]).then(
+      (r) => r,
+      (err: Error) => err,
+    );
+    expect(failed).toEqual([
+      { ok: false, error: expect.any(Error) },
+      { ok: false, error: expect.any(Error) },
+    ]);
+    expect(await pool.send('t', [msg(0, 'e')])).toEqual([{ ok: true }]);
+    expect(await pool.send('t', [msg(0, 'f')])).toEqual([{ ok: true }]);
+    // Producers 0 (a, b, the failed c+d), then 1 (e, f): one renewal, the failed one disconnected.
+    expect(calls.map((c) => c.producer)).toEqual([0, 0, 0, 1, 1]);
+    await new Promise((r) => setImmediate(r));
+    expect(disconnected).toEqual([0]);
+  });
 });

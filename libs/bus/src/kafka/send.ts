@@ -74,11 +74,15 @@ class Lane {
   private queue: Order[] = [];
   private busy = false;
   private scheduled = false;
+  /** The producer of the next request; replaced after a request that failed. */
+  producer: Connected<Producer>;
 
   constructor(
-    readonly producer: Connected<Producer>,
+    private readonly makeProducer: () => Producer,
     private readonly settings: SendSettings,
-  ) {}
+  ) {
+    this.producer = new Connected(makeProducer());
+  }
 
   send(topic: string, messages: PartitionedMessage[]): Promise<(partition: number) => Error | undefined> {
     let bytes = 0;
@@ -124,8 +128,9 @@ class Lane {
       else byTopic.set(order.topic, order.messages.slice());
     }
     let stored: Set<string>;
+    const used = this.producer;
     try {
-      const producer = await this.producer.get();
+      const producer = await used.get();
       const metadata = await producer.sendBatch({
         acks: -1,
         timeout: this.settings.ackTimeoutMs,
@@ -136,6 +141,7 @@ class Lane {
       stored = new Set(metadata.map((r) => `${r.topicName}\n${r.partition}`));
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err), { cause: err });
+      this.renewProducer(used);
       for (const order of orders) order.settle(() => error);
       return;
     }
@@ -150,6 +156,24 @@ class Lane {
             ),
       );
     }
+  }
+
+  /**
+   * After a failed request the next one goes through a new producer, with a
+   * producer id of its own. kafkajs hands a failed request's sequence
+   * numbers back (it cannot tell a request the broker never got from one
+   * whose answer was lost), so the same producer's next request would reuse
+   * them: if the broker had appended the failed one after all, it would take
+   * the next as a duplicate of it, answer success and drop its records
+   * (acknowledged, and lost), or refuse every later one as out of order. A
+   * new producer id starts its sequences afresh. The failed request's events
+   * were reported failed, so their retry may put them in the log twice,
+   * which consumers absorb (events are unique per organisation and messageId).
+   */
+  private renewProducer(failed: Connected<Producer>): void {
+    if (this.producer !== failed) return;
+    this.producer = new Connected(this.makeProducer());
+    void failed.client.disconnect().catch(() => undefined);
   }
 }
 
@@ -183,7 +207,7 @@ export class ProducerPool {
       { length: Math.max(1, size) },
       () =>
         new Lane(
-          new Connected(
+          () =>
             kafka.producer({
               idempotent: true,
               // kafkajs locks an idempotent producer to one produce request per broker anyway; 1 keeps
@@ -195,7 +219,6 @@ export class ProducerPool {
               metadataMaxAge: 30_000,
               allowAutoTopicCreation: false,
             }),
-          ),
           settings,
         ),
     );

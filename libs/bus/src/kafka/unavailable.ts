@@ -15,6 +15,14 @@ const UNAVAILABLE_NAMES = new Set([
   'KafkaJSGroupCoordinatorNotFound',
 ]);
 
+/**
+ * The broker's own "not now" that kafkajs does not mark retriable: the
+ * producer's id or sequence out of step after a failed request. The lane
+ * that got it takes a new producer id (send.ts), so the next attempt is a
+ * fresh start: the request is to be tried again, not blamed on its events.
+ */
+const PRODUCER_STATE_TYPES: ReadonlySet<string> = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH']);
+
 /** Node's socket errors (runtime's one list), and axios's for the registry client. */
 const NETWORK_CODES: ReadonlySet<string> = new Set([...NETWORK_ERROR_CODES, 'ERR_NETWORK']);
 
@@ -26,14 +34,18 @@ const NETWORK_CODES: ReadonlySet<string> = new Set([...NETWORK_ERROR_CODES, 'ERR
  */
 export function isUnavailable(err: unknown, depth = 0): boolean {
   if (typeof err !== 'object' || err === null || depth > 5) return false;
-  const { name, code, status, cause, originalError } = err as {
+  const { name, code, status, cause, originalError, type, retriable } = err as {
     name?: unknown;
     code?: unknown;
     status?: unknown;
     cause?: unknown;
     originalError?: unknown;
+    type?: unknown;
+    retriable?: unknown;
   };
   if (typeof name === 'string' && UNAVAILABLE_NAMES.has(name)) return true;
+  // A broker's answer that the request may succeed later (too few in-sync replicas, a leader moving, a request timed out).
+  if (name === 'KafkaJSProtocolError' && (retriable === true || (typeof type === 'string' && PRODUCER_STATE_TYPES.has(type)))) return true;
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
   // The registry client's RestError: a 5xx is the registry's trouble, not ours.
   if (typeof status === 'number' && status >= 500) return true;

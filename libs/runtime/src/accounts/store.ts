@@ -44,6 +44,11 @@ export interface VerifiedKey {
    * organisation unchanged since they were read).
    */
   unconfirmed?: SqlCondition;
+  /**
+   * Set when a cache served the key while the database could not be reached,
+   * as the database last confirmed it (KeyCache's outage grace).
+   */
+  servedThroughOutage?: true;
 }
 
 export interface NewKeyOptions {

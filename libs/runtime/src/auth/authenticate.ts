@@ -9,6 +9,8 @@ import type { VerifiedKey } from '../accounts/store';
 export interface KeyVerifier {
   /** `fresh`: read from the database, whatever is held. */
   verifyApiKey(key: string, options?: { fresh?: boolean }): Promise<VerifiedKey | undefined>;
+  /** The database has just confirmed a key this verifier served `unconfirmed` (a cache's bookkeeping). */
+  confirmed?(key: VerifiedKey): void;
 }
 
 /** Which key types an operation accepts, and how a 403 names them. */

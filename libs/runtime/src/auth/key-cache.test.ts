@@ -60,9 +60,77 @@ describe('KeyCache', () => {
   it('holds at most maxKeys, forgetting the oldest', async () => {
     const known = new Map([1, 2, 3].map((n) => [keyNamed(n), {}]));
     const { store, reads } = accounts(known);
-    const cache = new KeyCache(store, 2);
+    const cache = new KeyCache(store, { maxKeys: 2 });
     for (const n of [1, 2, 3]) await cache.verifyApiKey(keyNamed(n));
     for (const n of [2, 3, 1]) await cache.verifyApiKey(keyNamed(n));
     expect(reads).toEqual([1, 2, 3, 1].map(keyNamed));
+  });
+
+  describe('through a database outage (outageGraceMs)', () => {
+    const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    function failing(known: Map<string, Partial<VerifiedKey>>) {
+      const { store } = accounts(known);
+      let failure: Error | undefined;
+      return {
+        fail: (err: Error | undefined) => (failure = err),
+        store: { readApiKey: (key: string) => (failure ? Promise.reject(failure) : store.readApiKey(key)) },
+      };
+    }
+    const setUp = (graceMs: number) => {
+      let now = 1_000_000;
+      const db = failing(new Map([[keyNamed(1), { type: 'write' }]]));
+      const cache = new KeyCache(db.store, { outageGraceMs: graceMs, now: () => now });
+      return { cache, db, advance: (ms: number) => (now += ms) };
+    };
+
+    it('serves a key the database confirmed within the grace, as confirmed, marked', async () => {
+      const { cache, db, advance } = setUp(60_000);
+      await cache.verifyApiKey(keyNamed(1));
+      db.fail(down);
+      advance(59_000);
+      const served = await cache.verifyApiKey(keyNamed(1), { fresh: true });
+      expect(served).toMatchObject({ keyId: '0001', type: 'write', servedThroughOutage: true });
+      expect(served!.unconfirmed).toBeUndefined();
+    });
+
+    it('a confirmation by a request restarts the grace; past it, the failure stands', async () => {
+      const { cache, db, advance } = setUp(60_000);
+      await cache.verifyApiKey(keyNamed(1));
+      advance(50_000);
+      cache.confirmed((await cache.verifyApiKey(keyNamed(1)))!);
+      db.fail(down);
+      advance(50_000);
+      expect(await cache.verifyApiKey(keyNamed(1), { fresh: true })).toMatchObject({ servedThroughOutage: true });
+      advance(20_000);
+      await expect(cache.verifyApiKey(keyNamed(1), { fresh: true })).rejects.toThrow(down);
+    });
+
+    it.each([
+      ['no grace', 0, down],
+      ['an error that is no outage', 60_000, new Error('syntax error at or near')],
+    ])('%s: the read fails as without a cache', async (_, grace, err) => {
+      const { cache, db } = setUp(grace);
+      await cache.verifyApiKey(keyNamed(1));
+      db.fail(err);
+      await expect(cache.verifyApiKey(keyNamed(1), { fresh: true })).rejects.toThrow(err);
+    });
+
+    it('a key never read is not served through an outage', async () => {
+      const { cache, db } = setUp(60_000);
+      db.fail(down);
+      await expect(cache.verifyApiKey(keyNamed(1))).rejects.toThrow(down);
+    });
+
+    it('once the database answers, a key revoked meanwhile is refused', async () => {
+      const known = new Map<string, Partial<VerifiedKey>>([[keyNamed(1), { type: 'write' }]]);
+      const db = failing(known);
+      const cache = new KeyCache(db.store, { outageGraceMs: 60_000 });
+      await cache.verifyApiKey(keyNamed(1));
+      db.fail(down);
+      expect(await cache.verifyApiKey(keyNamed(1), { fresh: true })).toMatchObject({ servedThroughOutage: true });
+      known.delete(keyNamed(1));
+      db.fail(undefined);
+      expect(await cache.verifyApiKey(keyNamed(1), { fresh: true })).toBeUndefined();
+    });
   });
 });

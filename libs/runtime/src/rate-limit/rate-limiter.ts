@@ -99,3 +99,29 @@ export class PostgresRateLimiter implements RateLimiter {
       });
   }
 }
+
+/**
+ * The same fixed one-minute windows, counted in this process: what a
+ * service falls back to while the shared counters cannot be reached, so a
+ * database outage suspends neither its limits nor its traffic. Each replica
+ * counts alone, so n replicas allow up to n times a limit meanwhile.
+ */
+export class InProcessRateLimiter implements RateLimiter {
+  private readonly counts = new Map<string, number>();
+  private window = 0;
+
+  hit(rules: readonly RateLimitRule[], now = new Date()): Promise<RateLimitVerdict[]> {
+    const window = windowOf(now);
+    // Only the current window is ever asked about: a new one starts from nothing.
+    if (window.start.getTime() !== this.window) {
+      this.window = window.start.getTime();
+      this.counts.clear();
+    }
+    const counted = rules.map((rule) => {
+      const hits = (this.counts.get(rule.bucket) ?? 0) + 1;
+      this.counts.set(rule.bucket, hits);
+      return { bucket: rule.bucket, hits };
+    });
+    return Promise.resolve(verdicts(rules, counted, window.retryAfterSeconds));
+  }
+}

@@ -2,7 +2,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { ErrorCodes, Messages, Topics, type RawEventEnvelope } from '@svc/contracts';
 import type { OutgoingMessage, ProduceResult } from '@svc/bus';
-import { createApp, createLogger, createMetrics, startHttpServer, type RateLimitRule, type RunningHttpServer, type VerifiedKey } from '@svc/runtime';
+import { InProcessRateLimiter, createApp, createLogger, createMetrics, startHttpServer, type RateLimitRule, type RunningHttpServer, type VerifiedKey } from '@svc/runtime';
 import { verifiedKey } from '@svc/testkit';
 import { mountSegmentRoutes } from './routes';
 import { batchRateRules } from '../limits';
@@ -38,6 +38,7 @@ beforeAll(async () => {
           return { rule, hits: n, allowed: n <= rule.limit, remaining: Math.max(0, rule.limit - n), retryAfterSeconds: 30 };
         }),
     },
+    fallbackRateLimiter: new InProcessRateLimiter(),
     readUsage: async () => 0,
     bus: {
       produce: async <T>(_topic: unknown, messages: readonly OutgoingMessage<T>[]): Promise<ProduceResult[]> => {

@@ -26,7 +26,7 @@ function scrapeSuite(tier: 'postgres-log' | 'kafka'): void {
       DATABASE_URL: database.url,
       ...(tier === 'kafka' ? { ...kafkaEnv(), TOPIC_PREFIX: `scrape${randomBytes(4).toString('hex')}.` } : {}),
     };
-    services = await startServiceProcesses(DEPLOYED_SERVICES, env);
+    services = await startServiceProcesses(DEPLOYED_SERVICES.map((service) => ({ service, env })));
   }, 120_000);
   afterAll(async () => {
     await Promise.all(services.map((s) => s.stop()));

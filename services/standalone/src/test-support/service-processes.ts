@@ -7,21 +7,31 @@ import { freePort, SERVICE_NODE_FLAGS } from '@svc/runtime';
 export const DEPLOYED_SERVICES = ['ingest-gateway', 'identity-resolver', 'profile-api', 'consent-api', 'conversion-forwarder'] as const;
 export type DeployedService = (typeof DEPLOYED_SERVICES)[number];
 
+/**
+ * A service's built entry point run as its own process, as a deployment
+ * runs it (needs the build: `npm test` builds first), with `env` (the
+ * database, the bus) and a free port on 127.0.0.1.
+ */
 export interface ServiceProcess {
   service: DeployedService;
   /** http://127.0.0.1:<port> */
   origin: string;
-  stop(): Promise<void>;
+  pid: number;
+  /** True once the process has exited. */
+  exited(): boolean;
+  /** The last 64 KB of its output (the logs go to stdout, a failed start to stderr). */
+  stderr(): string;
+  /** SIGTERM, waits for the exit (SIGKILL after `graceMs`). */
+  stop(graceMs?: number): Promise<void>;
+  /** SIGKILL (a machine dying), waits for the exit. */
+  kill(): Promise<void>;
 }
 
 const SERVICES_DIR = path.resolve(__dirname, '../../..');
+const STDERR_KEEP = 64 * 1024;
 
-/**
- * Starts one service's built entry point as its own process, as a deployment
- * runs it, with `env` (the database, the bus) and a free port on 127.0.0.1;
- * resolves once it answers /healthz. Needs the build (`npm test` builds first).
- */
-export async function startServiceProcess(service: DeployedService, env: Record<string, string>): Promise<ServiceProcess> {
+/** Starts one service; resolves once it answers /healthz. */
+export async function startServiceProcess(service: DeployedService, env: Record<string, string>, readyWithinMs = 60_000): Promise<ServiceProcess> {
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.join(SERVICES_DIR, service, 'dist/main.js')], {
     env: {
@@ -31,39 +41,72 @@ export async function startServiceProcess(service: DeployedService, env: Record<
       CONNECTOR_SECRET_KEY: randomBytes(32).toString('hex'),
       ...env,
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
-  child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+  const keep = (b: Buffer) => {
+    stderr += b.toString();
+    if (stderr.length > 2 * STDERR_KEEP) stderr = stderr.slice(-STDERR_KEEP);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const gone = () => child.exitCode !== null || child.signalCode !== null;
   const origin = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode === null) child.kill('SIGTERM');
+  const stop = async (graceMs = 20_000) => {
+    if (!gone()) child.kill('SIGTERM');
+    const timer = setTimeout(() => {
+      if (!gone()) child.kill('SIGKILL');
+    }, graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+  const kill = async () => {
+    if (!gone()) child.kill('SIGKILL');
     await exited;
   };
-  const deadline = Date.now() + 60_000;
+  if (child.pid === undefined) throw new Error(`${service} did not start`);
+  const handle: ServiceProcess = { service, origin, pid: child.pid, exited: gone, stderr: () => stderr.slice(-STDERR_KEEP), stop, kill };
+  const deadline = Date.now() + readyWithinMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`${service} exited (${child.exitCode}) before it served: ${stderr}`);
-    const up = await fetch(`${origin}/healthz`).then((r) => r.ok, () => false);
-    if (up) return { service, origin, stop };
+    if (gone()) throw new Error(`${service} exited (${child.exitCode ?? child.signalCode}) before it served: ${stderr}`);
+    const up = await fetch(`${origin}/healthz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false);
+    if (up) return handle;
     if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`${service} did not answer /healthz within 60 s: ${stderr}`);
+      await kill();
+      throw new Error(`${service} did not answer /healthz within ${readyWithinMs / 1000} s: ${stderr}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
 /**
- * Starts every one of `services`; if any fails to, stops those that did
- * before rethrowing, so a failed start leaves no process behind to keep the
- * test runner alive.
+ * Starts every one; if any fails to, kills those that did before rethrowing,
+ * so a failed start leaves no process behind to keep the test runner alive.
  */
-export async function startServiceProcesses(services: readonly DeployedService[], env: Record<string, string>): Promise<ServiceProcess[]> {
-  const started = await Promise.allSettled(services.map((service) => startServiceProcess(service, env)));
+export async function startServiceProcesses(
+  services: ReadonlyArray<{ service: DeployedService; env: Record<string, string> }>,
+): Promise<ServiceProcess[]> {
+  const started = await Promise.allSettled(services.map((s) => startServiceProcess(s.service, s.env)));
   const running = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (!failed) return running;
-  await Promise.all(running.map((s) => s.stop()));
+  await Promise.all(running.map((s) => s.kill()));
   throw failed.reason;
+}
+
+/** Waits until every process answers /readyz with 200 (bounded); returns those that did not. */
+export async function waitAllReady(processes: readonly ServiceProcess[], withinMs: number): Promise<string[]> {
+  const deadline = Date.now() + withinMs;
+  let notReady: string[] = [];
+  do {
+    notReady = [];
+    for (const p of processes) {
+      const status = await fetch(`${p.origin}/readyz`, { signal: AbortSignal.timeout(3_000) }).then((r) => r.status, () => 0);
+      if (status !== 200) notReady.push(`${p.service} (pid ${p.pid}): ${status || 'no answer'}`);
+    }
+    if (notReady.length === 0) return [];
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  } while (Date.now() < deadline);
+  return notReady;
 }

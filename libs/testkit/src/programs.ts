@@ -1,0 +1,52 @@
+import { accessSync, constants, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { describe, it } from '@jest/globals';
+import { missingReason } from './infra-state';
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Debian's PostgreSQL server binaries (`apt-get install postgresql`), the newest version there; what infra/local/postgres*.sh run. */
+function debianPostgres(): boolean {
+  const root = '/usr/lib/postgresql';
+  try {
+    return readdirSync(root).some((version) => isExecutable(path.join(root, version, 'bin/postgres')));
+  } catch {
+    return false;
+  }
+}
+
+/** The programs of `programs` this machine lacks: each on PATH, or `postgresql` for Debian's server binaries. */
+export function missingPrograms(programs: readonly string[]): string[] {
+  const onPath = (p: string) => (process.env.PATH ?? '').split(':').some((dir) => isExecutable(path.join(dir, p)));
+  return programs.filter((p) => (p === 'postgresql' ? !debianPostgres() : !onPath(p)));
+}
+
+/**
+ * `describe` for a suite that needs the run's Kafka, registry and PostgreSQL
+ * and also `programs` (Debian packages that .ci/run installs): runs when all
+ * are there, else skips loudly, or fails under REQUIRE_INFRA=1.
+ */
+export function describeWithKafkaAnd(name: string, programs: readonly string[], fn: () => void): void {
+  const lacking = missingPrograms(programs);
+  const infra = missingReason('kafka') ?? missingReason('registry') ?? missingReason('postgres');
+  const reason = infra ?? (lacking.length ? `missing ${lacking.join(', ')} (apt-get install ${lacking.join(' ')}; .ci/run does)` : undefined);
+  if (!reason) {
+    describe(name, fn);
+  } else if (process.env.REQUIRE_INFRA === '1' && !infra) {
+    describe(name, () => {
+      it('needs its programs', () => {
+        throw new Error(`REQUIRE_INFRA=1 and ${reason}`);
+      });
+    });
+  } else {
+    console.warn(`\n\n*** ${name} is SKIPPED: ${reason}\n`);
+    describe.skip(`${name} [skipped: ${reason}]`, fn);
+  }
+}
