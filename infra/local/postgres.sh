@@ -71,7 +71,7 @@ HBA
   echo "$port" >"$wd/postmaster.port"
   log "starting on $HOST:$port${certs:+ (TLS only)}"
   as_pg "$PG_BIN/pg_ctl" -D "$data" -l "$wd/postgres.log" -w -t 60 start -o "$(printf '%q ' \
-    -c listen_addresses=$HOST -c port="$port" -c unix_socket_directories= -c max_connections=200 \
+    -c listen_addresses=$HOST -c port="$port" -c unix_socket_directories= -c max_connections=400 \
     -c fsync=off -c synchronous_commit=off -c full_page_writes=off "${ssl[@]}")" >/dev/null ||
     { tail -n 30 "$wd/postgres.log" >&2; die "start failed"; }
   echo "DATABASE_URL=postgres://svc:$(<"$wd/password")@$HOST:$port/postgres"

@@ -7,6 +7,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '@svc/runtime';
 import { InfraEnv, type InfraPiece } from './infra-state';
 import { containerRuntimeAvailable, startKafkaContainer, startPostgresContainer, startRegistryContainer } from './containers';
 import { startLocalKafka, startLocalRegistry } from './local-infra';
+import { secretFile, startSecuredInfra } from './secured-infra';
 
 /**
  * Runs once per jest run, before any worker starts. Provides every piece of
@@ -31,6 +32,40 @@ export default async function globalSetup(): Promise<void> {
     provide('kafka', provideKafka, 'set KAFKA_BROKERS, or install Java 17 and Maven so infra/local/kafka.sh can run a broker'),
     provide('registry', provideRegistry, 'set SCHEMA_REGISTRY_URL, or install Java 17 and Maven so infra/local/registry.sh can run one'),
   ]);
+  // Asked for by name, so never quietly left out: a failure fails the run.
+  if (process.env.SVC_TEST_SECURED === '1') await provideSecured();
+}
+
+/**
+ * SVC_TEST_SECURED=1: every suite of the run talks to the secured shape
+ * instead (startSecuredInfra): PostgreSQL that accepts TLS only, reached
+ * with verify-full and a client certificate (in the admin URL, as libpq's
+ * parameters, so every database a suite makes and every process it starts
+ * inherits them); a broker's SASL_SSL listener with a SCRAM-SHA-512 login;
+ * the registry through an https proxy that demands a login.
+ */
+async function provideSecured(): Promise<void> {
+  const registryUrl = process.env[InfraEnv.registryUrl];
+  if (!registryUrl) throw new Error('the secured shape needs the run\'s registry, which is missing');
+  const secured = await startSecuredInfra(registryUrl);
+  started.push(secured.stop);
+  const admin = new URL(secured.postgres.adminUrl);
+  admin.searchParams.set('sslmode', 'verify-full');
+  admin.searchParams.set('sslrootcert', secured.certs('ca.crt'));
+  admin.searchParams.set('sslcert', secured.certs('client.crt'));
+  admin.searchParams.set('sslkey', secured.certs('client.key'));
+  process.env[InfraEnv.postgresAdminUrl] = admin.toString();
+  process.env[InfraEnv.kafkaBrokers] = secured.kafka.saslSsl;
+  process.env[InfraEnv.registryUrl] = secured.registry.url;
+  const secrets = path.dirname(secured.certs('ca.crt'));
+  process.env[InfraEnv.kafkaSecurity] = JSON.stringify({
+    caFile: secured.certs('ca.crt'),
+    username: secured.kafka.users.scram512.username,
+    passwordFile: await secretFile(secrets, 'kafka-password', secured.kafka.users.scram512.password),
+    registryUsername: secured.registry.login.username,
+    registryPasswordFile: await secretFile(secrets, 'registry-password', secured.registry.login.password),
+  });
+  console.warn(`\n*** SVC_TEST_SECURED=1: PostgreSQL over TLS only, Kafka over SASL_SSL at ${secured.kafka.saslSsl}, the registry at ${secured.registry.url}\n`);
 }
 
 async function provideKafka(): Promise<void> {

@@ -9,6 +9,11 @@ export const InfraEnv = {
   kafkaBrokers: 'SVC_TEST_KAFKA_BROKERS',
   /** Confluent-API schema registry base URL for tests. */
   registryUrl: 'SVC_TEST_SCHEMA_REGISTRY_URL',
+  /**
+   * Set when the run is secured (SVC_TEST_SECURED=1): how to log in to the
+   * broker and the registry, as JSON (SecuredKafka, testkit's kafka.ts).
+   */
+  kafkaSecurity: 'SVC_TEST_KAFKA_SECURITY',
   /** Set when a piece is unavailable (and REQUIRE_INFRA is off): why, and how to provide it. */
   missing: (piece: InfraPiece) => `SVC_TEST_MISSING_${piece.toUpperCase()}`,
 } as const;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe } from '@jest/globals';
 import { InfraEnv, missingReason } from './infra-state';
 
@@ -11,19 +12,72 @@ export function describeWithKafka(name: string, fn: () => void): void {
   }
 }
 
+/** How a secured run (SVC_TEST_SECURED=1) logs in to its broker and registry: files, as a deployment mounts them. */
+export interface SecuredKafka {
+  caFile: string;
+  username: string;
+  passwordFile: string;
+  registryUsername: string;
+  registryPasswordFile: string;
+}
+
+function securedKafka(): SecuredKafka | undefined {
+  const json = process.env[InfraEnv.kafkaSecurity];
+  return json ? (JSON.parse(json) as SecuredKafka) : undefined;
+}
+
 /**
  * The test broker and registry as a process under test reads them: the test
- * infrastructure runs one broker, so topics get one replica.
+ * infrastructure runs one broker, so topics get one replica; in a secured
+ * run, SASL_SSL with SCRAM-SHA-512 and the registry's https login too.
  */
 export function kafkaEnv(): Record<string, string> {
   const { brokers, registryUrl } = kafkaEndpoints();
-  return { KAFKA_BROKERS: brokers.join(','), SCHEMA_REGISTRY_URL: registryUrl, KAFKA_REPLICATION_FACTOR: '1', KAFKA_MIN_INSYNC_REPLICAS: '1' };
+  const secured = securedKafka();
+  return {
+    KAFKA_BROKERS: brokers.join(','),
+    SCHEMA_REGISTRY_URL: registryUrl,
+    KAFKA_REPLICATION_FACTOR: '1',
+    KAFKA_MIN_INSYNC_REPLICAS: '1',
+    ...(secured
+      ? {
+          KAFKA_SECURITY_PROTOCOL: 'SASL_SSL',
+          KAFKA_SSL_CA_FILE: secured.caFile,
+          KAFKA_SASL_MECHANISM: 'SCRAM-SHA-512',
+          KAFKA_SASL_USERNAME: secured.username,
+          KAFKA_SASL_PASSWORD_FILE: secured.passwordFile,
+          SCHEMA_REGISTRY_CA_FILE: secured.caFile,
+          SCHEMA_REGISTRY_USERNAME: secured.registryUsername,
+          SCHEMA_REGISTRY_PASSWORD_FILE: secured.registryPasswordFile,
+        }
+      : {}),
+  };
 }
 
-/** Kafka bootstrap servers and schema registry URL for tests. */
-export function kafkaEndpoints(): { brokers: string[]; registryUrl: string } {
+/**
+ * The test broker and registry, as the bus's Kafka options (and kafkajs's)
+ * take them: the addresses, and in a secured run the TLS and SASL settings
+ * and the registry's CA and login.
+ */
+export function kafkaEndpoints(): {
+  brokers: string[];
+  registryUrl: string;
+  ssl?: { ca: string };
+  sasl?: { mechanism: 'scram-sha-512'; username: string; password: string };
+  registryAccess?: { ca: string; username: string; password: string };
+} {
   const brokers = process.env[InfraEnv.kafkaBrokers];
   const registryUrl = process.env[InfraEnv.registryUrl];
   if (!brokers || !registryUrl) throw new Error('no Kafka or schema registry for tests: the jest global setup did not provide them');
-  return { brokers: brokers.split(','), registryUrl };
+  const secured = securedKafka();
+  if (!secured) return { brokers: brokers.split(','), registryUrl };
+  const read = (file: string) => readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+  const ca = read(secured.caFile);
+  return {
+    brokers: brokers.split(','),
+    registryUrl,
+    ssl: { ca },
+    sasl: { mechanism: 'scram-sha-512', username: secured.username, password: read(secured.passwordFile) },
+    registryAccess: { ca, username: secured.registryUsername, password: read(secured.registryPasswordFile) },
+  };
 }

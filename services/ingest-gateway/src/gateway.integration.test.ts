@@ -24,8 +24,7 @@ describeWithPostgres('ingest gateway on PostgreSQL and the Postgres-backed log',
 
 describeWithKafka('ingest gateway on PostgreSQL and Kafka with the schema registry', () =>
   gatewaySuite(() => {
-    const { brokers, registryUrl } = kafkaEndpoints();
-    return createKafkaBus({ brokers, registryUrl });
+    return createKafkaBus(kafkaEndpoints());
   }),
 );
 

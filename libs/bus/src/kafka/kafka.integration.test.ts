@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Agent } from 'node:https';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { JsonDeserializer, SchemaRegistryClient, SerdeType } from '@confluentinc/schemaregistry';
 import { Type } from '@sinclair/typebox';
@@ -31,8 +32,25 @@ const busOptions = (extra: Partial<KafkaBusOptions> = {}): KafkaBusOptions => ({
   ...extra,
 });
 
+/** The registry's own client, as a foreign consumer would configure it (with the login and CA of a secured run). */
+const stockRegistry = () => {
+  const { registryUrl, registryAccess } = kafkaEndpoints();
+  return new SchemaRegistryClient({
+    baseURLs: [registryUrl],
+    ...(registryAccess
+      ? {
+          basicAuthCredentials: { credentialsSource: 'USER_INFO' as const, userInfo: `${registryAccess.username}:${registryAccess.password}` },
+          createAxiosDefaults: { httpsAgent: new Agent({ ca: registryAccess.ca }) },
+        }
+      : {}),
+  });
+};
+
 /** Plain kafkajs, none of the adapter's code: what a foreign producer or consumer would use. */
-const plainKafka = () => new Kafka({ brokers: kafkaEndpoints().brokers, clientId: 'foreign', logLevel: logLevel.NOTHING });
+const plainKafka = () => {
+  const { brokers, ssl, sasl } = kafkaEndpoints();
+  return new Kafka({ brokers, ...(ssl ? { ssl } : {}), ...(sasl ? { sasl } : {}), clientId: 'foreign', logLevel: logLevel.NOTHING });
+};
 
 describeWithKafka('kafka adapter', () => {
   runBusContract(
@@ -135,7 +153,7 @@ describeWithKafka('kafka adapter', () => {
       const sent = [0, 1, 2, 3, 4].map(reading);
       expect(await bus.produce(topic, sent)).toEqual(sent.map(() => ({ ok: true })));
 
-      const registry = new SchemaRegistryClient({ baseURLs: [kafkaEndpoints().registryUrl] });
+      const registry = stockRegistry();
       const latest = await registry.getLatestSchemaMetadata(valueSubject(topic.name));
       expect(latest.schemaType).toBe('JSON');
       expect(JSON.parse(latest.schema ?? '{}')).toEqual(JSON.parse(JSON.stringify(Reading)));
@@ -303,7 +321,7 @@ describeWithKafka('kafka adapter', () => {
         includeSynonyms: false,
       });
       expect(keptConfig.resources[0]?.configEntries[0]?.configValue).toBe('-1');
-      const registry = new SchemaRegistryClient({ baseURLs: [kafkaEndpoints().registryUrl] });
+      const registry = stockRegistry();
       expect(await registry.getAllVersions(valueSubject(topic.name))).toEqual([1]);
       // Dead-letter topics get no schema; a reader creates a missing topic but registers nothing.
       await busWith().ensureTopics([deadLetterTopicFor(topic)]);
