@@ -9,4 +9,4 @@ export { rawEnvelope, TEST_CLIENT_IP } from './envelopes';
 export { verifiedKey } from './keys';
 export { secretFile, startSecuredInfra, type Login, type SecuredInfra } from './secured-infra';
 export { script as infraScript, startLocalPostgres, type LocalPostgres } from './local-infra';
-export { describeWithKafkaAnd, missingPrograms } from './programs';
+export { describeWithKafkaAnd, isExecutable, missingPrograms } from './programs';

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { describe, it } from '@jest/globals';
 import { missingReason } from './infra-state';
 
-function isExecutable(file: string): boolean {
+/** Whether `file` exists and may be run. */
+export function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
     return true;

@@ -1,23 +1,7 @@
-import {
-  checkDatabase,
-  createDb,
-  createLogger,
-  databaseConnection,
-  databaseTlsConfigSpec,
-  env,
-  httpServiceConfigSpec,
-  loadConfigOrExit,
-  runMigrations,
-  startupConfigSpec,
-} from '@svc/runtime';
+import { checkDatabase, createDb, createLogger, databaseConnection, loadConfigOrExit, runMigrations } from '@svc/runtime';
 import { allMigrations } from '@svc/standalone';
 
-const configSpec = {
-  DATABASE_URL: env.string({ description: 'PostgreSQL URL', secret: true }),
-  ...databaseTlsConfigSpec,
-  ...startupConfigSpec,
-  LOG_LEVEL: httpServiceConfigSpec.LOG_LEVEL,
-};
+import { jobConfigSpec as configSpec } from './job-config';
 
 /**
  * The `migrate` job: applies every service's pending migrations, then exits

@@ -1,24 +1,8 @@
 import { constants } from 'node:os';
-import {
-  checkDatabase,
-  ConnectionCheckError,
-  createLogger,
-  databaseConnection,
-  databaseTlsConfigSpec,
-  env,
-  httpServiceConfigSpec,
-  loadConfigOrExit,
-  startupConfigSpec,
-} from '@svc/runtime';
+import { checkDatabase, ConnectionCheckError, createLogger, databaseConnection, loadConfigOrExit } from '@svc/runtime';
 import { allMigrations } from '@svc/standalone';
+import { jobConfigSpec as configSpec } from './job-config';
 import { waitForSchema } from './schema-wait';
-
-const configSpec = {
-  DATABASE_URL: env.string({ description: 'PostgreSQL URL', secret: true }),
-  ...databaseTlsConfigSpec,
-  ...startupConfigSpec,
-  LOG_LEVEL: httpServiceConfigSpec.LOG_LEVEL,
-};
 
 /**
  * Runs a service the way a deployment does: it refuses to start until the

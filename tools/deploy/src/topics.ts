@@ -1,25 +1,9 @@
 import { BusUnavailableError, busConfigSpec, checkBus, createBus, prefixedTopics, type BusConfig } from '@svc/bus';
-import {
-  checkDatabase,
-  createDb,
-  createLogger,
-  databaseConnection,
-  databaseTlsConfigSpec,
-  env,
-  httpServiceConfigSpec,
-  loadConfigOrExit,
-  startupConfigSpec,
-  type DatabaseTlsConfig,
-  type Logger,
-} from '@svc/runtime';
+import { checkDatabase, createDb, createLogger, databaseConnection, loadConfigOrExit, type DatabaseTlsConfig, type Logger } from '@svc/runtime';
+import { jobConfigSpec } from './job-config';
 
-const configSpec = {
-  DATABASE_URL: env.string({ description: 'PostgreSQL URL (the Postgres-backed log keeps its partitions there)', secret: true }),
-  ...databaseTlsConfigSpec,
-  LOG_LEVEL: httpServiceConfigSpec.LOG_LEVEL,
-  ...busConfigSpec,
-  ...startupConfigSpec,
-};
+/** The jobs' settings and the log's (the Postgres-backed log keeps its partitions in the database). */
+const configSpec = { ...jobConfigSpec, ...busConfigSpec };
 
 /** The `topics` job: creates the deployment's topics, then exits 0. */
 export async function topicsCommand(): Promise<number> {

@@ -5,9 +5,9 @@
  * missing is skipped loudly, unless REQUIRE_INFRA=1 (CI), where it fails.
  */
 import { execFile } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from '@jest/globals';
+import { isExecutable } from '@svc/testkit';
 
 export const ROOT = path.resolve(__dirname, '../../../..');
 const INFRA = path.join(ROOT, 'infra/local');
@@ -58,14 +58,6 @@ export async function buildImages(svcImage: string): Promise<void> {
   await runOk('bash', [path.join(INFRA, 'images.sh'), 'all'], { env: { SVC_IMAGE: svcImage }, timeoutMs: 30 * 60_000 });
 }
 
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const onPath = (program: string): boolean => (process.env.PATH ?? '').split(':').some((dir) => isExecutable(path.join(dir, program)));
 
