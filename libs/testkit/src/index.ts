@@ -10,3 +10,4 @@ export { verifiedKey } from './keys';
 export { secretFile, startSecuredInfra, type Login, type SecuredInfra } from './secured-infra';
 export { script as infraScript, startLocalPostgres, type LocalPostgres } from './local-infra';
 export { describeWithKafkaAnd, isExecutable, missingPrograms } from './programs';
+export { acknowledgedBy, longestGapWithoutOk, startLoad, unacknowledgedAnswers, within, type LoadCounts, type LoadOptions, type LoadResult, type LoadRun, type Outcome, type RequestRecord } from './load';

@@ -12,6 +12,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { buildOpenApiDocument, documentedApiRequests } from '@svc/openapi';
 import { freePort } from '@svc/runtime';
 import { COMPOSE_PROGRAMS, ROOT, buildImages, deployTools, describeWhenPresent, missingPrograms, run, runOk } from './test-support/deployment';
 import { startPodmanService, type PodmanService } from './test-support/podman';
@@ -153,6 +154,26 @@ describeWhenPresent('docker compose up, for real (podman)', missingPrograms(COMP
     const consent = await edge('POST', 'v1-consent', String(write.key), { anonymousId: 'anon-compose', purposes: { analytics: true } }, { 'x-forwarded-for': FORGED_CLIENT });
     expect(consent).toMatchObject({ status: 200, body: { success: true } });
   });
+
+  it('every operation of the OpenAPI document is routed through the edge: none answers 404', async () => {
+    const answers: string[] = [];
+    for (const r of documentedApiRequests(buildOpenApiDocument())) {
+      const { status } = await edge(r.method, r.path.slice('/functions/v1/'.length), 'uk_live_not_a_key', r.method === 'GET' ? undefined : {});
+      answers.push(`${r.method} ${r.documented} ${status}`);
+    }
+    expect(answers.filter((a) => a.endsWith(' 404'))).toEqual([]);
+    expect(answers.length).toBeGreaterThanOrEqual(20);
+    // A route nobody serves still gets the API's own JSON 404 through the same edge.
+    expect(await edge('GET', 'no-such-route', 'uk_live_not_a_key')).toMatchObject({ status: 404, body: { success: false } });
+  });
+
+  it("the image's smoke-test (the Helm chart's `helm test`) passes through the edge", async () => {
+    const caFile = path.join(dir, 'edge-ca.crt');
+    await writeFile(caFile, edgeCa, { mode: 0o644 });
+    const env = ['SMOKE_BASE_URL=https://localhost/functions/v1', 'SMOKE_CONNECT_TO=edge:443', 'SMOKE_CA_FILE=/etc/svc/edge-ca.crt'];
+    const out = await compose(['run', '--rm', '--no-deps', '-T', '-v', `${caFile}:/etc/svc/edge-ca.crt:ro`, ...env.flatMap((e) => ['-e', e]), 'ingest-gateway', 'smoke-test'], 180_000);
+    expect(out).toContain('profile read back through the edge');
+  }, 240_000);
 
   it("the services see the client the edge saw: the edge's X-Forwarded-For is believed, a client's forged one is not", async () => {
     const ips = (await compose(['exec', '-T', 'postgres', 'psql', '-U', 'svc', '-d', 'svc', '-Atc', 'select host(client_ip) from consent.records'])).trim().split('\n');

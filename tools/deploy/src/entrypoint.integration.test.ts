@@ -34,7 +34,7 @@ describe('entrypoint without a database', () => {
   it('names its commands on a wrong one, exit 2', async () => {
     const run = await entrypoint(['gateway'], {});
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('usage: <ingest-gateway|identity-resolver|profile-api|consent-api|conversion-forwarder|migrate|topics|svcctl|healthcheck>');
+    expect(run.stderr).toContain('usage: <ingest-gateway|identity-resolver|profile-api|consent-api|conversion-forwarder|migrate|topics|svcctl|healthcheck|smoke-test>');
   });
 
   it('healthcheck fails when nothing answers /readyz', async () => {

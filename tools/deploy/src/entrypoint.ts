@@ -11,12 +11,14 @@
  *               runs tolerate each other
  *   svcctl ...  the admin CLI
  *   healthcheck exits 0 when this container's service answers /readyz with 200
+ *   smoke-test  posts a batch through the edge and reads its profile back (the Helm
+ *               chart's `helm test`); exits 0 when every step answered as it should
  *
  * Each command's module is loaded only when it runs: a healthcheck runs every
  * few seconds and must not load the whole product (~0.8 s of CPU) to do so.
  */
 const SERVICES = ['ingest-gateway', 'identity-resolver', 'profile-api', 'consent-api', 'conversion-forwarder'];
-const COMMANDS = [...SERVICES, 'migrate', 'topics', 'svcctl', 'healthcheck'];
+const COMMANDS = [...SERVICES, 'migrate', 'topics', 'svcctl', 'healthcheck', 'smoke-test'];
 const SVCCTL = '@svc/svcctl/dist/main.js';
 
 /** The exit status, or undefined when the command keeps running and exits by itself (a service, svcctl). */
@@ -33,6 +35,8 @@ async function main(argv: string[]): Promise<number | undefined> {
       return (await import('./topics.js')).topicsCommand();
     case 'healthcheck':
       return (await import('./healthcheck.js')).healthcheckCommand();
+    case 'smoke-test':
+      return (await import('./smoke-test.js')).smokeTestCommand();
     case 'svcctl':
       // svcctl reads its words from process.argv, as when it runs on its own.
       process.argv = [process.argv[0] ?? 'node', SVCCTL, ...args];

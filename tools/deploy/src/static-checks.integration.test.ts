@@ -107,6 +107,47 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
     expect(result.stdout + result.stderr).toContain("additional properties 'brokerz' not allowed");
   });
 
+  it("what users of well-kept charts set: a parent chart's globals, an existing ServiceAccount, environment from Secrets, volumes of their own", async () => {
+    const args = [
+      '--set', 'global.imageRegistry=registry.example.com',
+      '--set', 'serviceAccount.create=false', '--set', 'serviceAccount.name=svc-irsa', '--set', 'serviceAccount.automount=true',
+      '--set', 'extraEnv[0].name=CONVERSION_META_ACCESS_TOKEN',
+      '--set', 'extraEnv[0].valueFrom.secretKeyRef.name=meta', '--set', 'extraEnv[0].valueFrom.secretKeyRef.key=token',
+      '--set', 'extraEnvFrom[0].configMapRef.name=svc-extra',
+      '--set', 'extraVolumes[0].name=extra-ca', '--set', 'extraVolumes[0].configMap.name=extra-ca',
+      '--set', 'extraVolumeMounts[0].name=extra-ca', '--set', 'extraVolumeMounts[0].mountPath=/etc/extra-ca',
+    ];
+    expect(await lint(CHART, ...args)).toMatchObject({ code: 0 });
+    const rendered = await runOk(tools.helm, ['template', 'svc', CHART, '--kube-version', KUBE_VERSIONS[0]!, ...args]);
+    const file = path.join(dir, 'rendered-extras.yaml');
+    await writeFile(file, rendered);
+    expect(await validate([file])).toMatchObject({ code: 0 });
+    type Spec = { serviceAccountName: string; automountServiceAccountToken: boolean; volumes: Array<{ name: string }>; containers: Array<{ env: Array<{ name: string; valueFrom?: unknown }>; envFrom?: unknown[]; volumeMounts: Array<{ name: string }> }> };
+    const manifests = parseAllDocuments(rendered).map((d) => d.toJS() as { kind: string; metadata: { name: string }; spec: { template?: { spec: Spec } } & Spec } | null);
+    expect(manifests.some((m) => m?.kind === 'ServiceAccount')).toBe(false);
+    const pods = manifests.flatMap((m) => (m?.kind === 'Deployment' || m?.kind === 'Job' ? [m.spec.template!.spec] : m?.kind === 'Pod' ? [m.spec] : []));
+    expect(pods).toHaveLength(8); // five services, two hook Jobs, the helm test pod
+    for (const pod of pods) {
+      expect({ account: pod.serviceAccountName, token: pod.automountServiceAccountToken }).toEqual({ account: 'svc-irsa', token: true });
+      expect(pod.volumes.map((v) => v.name)).toContain('extra-ca');
+      const [container] = pod.containers;
+      expect(container!.env.find((e) => e.name === 'CONVERSION_META_ACCESS_TOKEN')).toEqual({ name: 'CONVERSION_META_ACCESS_TOKEN', valueFrom: { secretKeyRef: { name: 'meta', key: 'token' } } });
+      expect(container!.envFrom).toEqual([{ configMapRef: { name: 'svc-extra' } }]);
+      expect(container!.volumeMounts.map((m) => m.name)).toContain('extra-ca');
+    }
+  });
+
+  it('by default: a ServiceAccount of the release with no API token, which the services use and the pre-install hooks (before it exists) do not', async () => {
+    type Spec = { serviceAccountName: string; automountServiceAccountToken: boolean };
+    const manifests = parseAllDocuments(await runOk(tools.helm, ['template', 'svc', CHART, '--kube-version', KUBE_VERSIONS[0]!]))
+      .map((d) => d.toJS() as { kind: string; metadata: { name: string }; automountServiceAccountToken?: boolean; spec: { template?: { spec: Spec } } & Spec } | null)
+      .filter((m) => m !== null);
+    expect(manifests.filter((m) => m!.kind === 'ServiceAccount').map((m) => [m!.metadata.name, m!.automountServiceAccountToken])).toEqual([['svc', false]]);
+    const accounts = manifests.flatMap((m) => (m!.kind === 'Deployment' || m!.kind === 'Job' ? [[m!.kind, m!.spec.template!.spec.serviceAccountName, m!.spec.template!.spec.automountServiceAccountToken]] : []));
+    expect(accounts.filter(([kind]) => kind === 'Deployment')).toEqual(Array(5).fill(['Deployment', 'svc', false]));
+    expect(accounts.filter(([kind]) => kind === 'Job')).toEqual(Array(2).fill(['Job', 'default', false]));
+  });
+
   it('production-like values: every Deployment and both hook Jobs read the same secured settings, every secret from a read-only file', async () => {
     type Container = { name: string; env: Array<{ name: string; value?: string; valueFrom?: unknown }>; volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }> };
     type Pod = { containers: Container[]; volumes: Array<{ name: string; projected?: { sources: Array<{ secret: { name: string; items: Array<{ key: string; path: string }> } }> } }> };

@@ -9,10 +9,15 @@
 
 {{/*
 The services: name (the image's command, and the component label), the key
-of their values, and whether the ingress routes to them (and under which prefix).
+of their values, and the route prefix the Ingress sends to them, if any: the
+routing table of libs/openapi/src/routes.ts (ROUTES), which tools/deploy's
+static checks hold this equal to by routing every path of the OpenAPI
+document through the rendered Ingress. The gateway's prefix is the base URL
+itself: the batch route, the Segment-compatible routes, /openapi.json, and
+the API's JSON 404 for an unknown route.
 */}}
 {{- define "svc.components" -}}
-- { name: ingest-gateway, key: ingestGateway, prefix: /functions/v1/v1-batch }
+- { name: ingest-gateway, key: ingestGateway, prefix: /functions/v1 }
 - { name: identity-resolver, key: identityResolver }
 - { name: profile-api, key: profileApi, prefix: /functions/v1/v1-profiles }
 - { name: consent-api, key: consentApi, prefix: /functions/v1/v1-consent }
@@ -95,6 +100,9 @@ file under svc.secretsDir. Only what the values set is listed.
 {{- if eq $component "profile-api" }}
 - { env: CURSOR_SECRET_FILE, secret: {{ include "svc.appSecret" $ | quote }}, key: CURSOR_SECRET, path: app/cursor-secret }
 {{- end }}
+{{- if and (eq $component "smoke-test") $.Values.tests.caSecret }}
+- { env: SMOKE_CA_FILE, secret: {{ $.Values.tests.caSecret | quote }}, key: ca.crt, path: tests/ca.crt }
+{{- end }}
 {{- if has $component (list "identity-resolver" "conversion-forwarder") }}
 - { env: CONNECTOR_SECRET_KEY_FILE, secret: {{ include "svc.appSecret" $ | quote }}, key: CONNECTOR_SECRET_KEY, path: app/connector-secret-key }
 {{- end }}
@@ -145,10 +153,49 @@ are never values here. Pass (list $ "<component>").
 {{- end }}
 {{- end -}}
 
-{{/* The containers' mounts: /tmp and the Secrets' files, read-only. */}}
+{{/* The containers' mounts: /tmp, the Secrets' files, read-only, and extraVolumeMounts. */}}
 {{- define "svc.volumeMounts" -}}
 - { name: tmp, mountPath: /tmp }
 - { name: secrets, mountPath: {{ include "svc.secretsDir" . }}, readOnly: true }
+{{- with .Values.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The user's additions after the chart's environment: extraEnv, as given (value or valueFrom). */}}
+{{- define "svc.extraEnv" -}}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The ServiceAccount every pod of the chart runs as. */}}
+{{- define "svc.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "svc.fullname" .) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Pod spec fields every pod of the chart shares: identity, token, security,
+pull secrets. Pass (list $ <hook>): the pre-install hook Jobs run before the
+release's own ServiceAccount exists, so with serviceAccount.create they run
+as the namespace's `default` (an existing serviceAccount.name serves them too).
+*/}}
+{{- define "svc.podIdentity" -}}
+{{- $ := index . 0 -}}
+{{- $hook := index . 1 -}}
+{{- $sa := $.Values.serviceAccount -}}
+serviceAccountName: {{ if and $hook $sa.create }}default{{ else }}{{ include "svc.serviceAccountName" $ }}{{ end }}
+automountServiceAccountToken: {{ $sa.automount }}
+securityContext:
+  {{- include "svc.podSecurityContext" $ | nindent 2 }}
+{{- with $.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{/*
@@ -176,6 +223,9 @@ only. Pass (list $ "<component>").
             - { key: {{ .key | quote }}, path: {{ .path }} }
             {{- end }}
       {{- end }}
+{{- with (index . 0).Values.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/*

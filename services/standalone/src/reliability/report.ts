@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { LoadCounts } from './load';
+import type { LoadCounts } from '@svc/testkit';
 import type { Verification } from './verify';
 
 /** One scenario's figures, as the table of docs/reliability.md shows them. */

@@ -8,7 +8,7 @@
 import type { RawEventEnvelope, TopicSpec } from '@svc/contracts';
 import { deadLetterTopicFor, readToEnd, type Bus } from '@svc/bus';
 import type { Db } from '@svc/runtime';
-import type { LoadResult } from './load';
+import type { LoadResult } from '@svc/testkit';
 
 export interface Verification {
   acknowledged: number;

@@ -8,8 +8,10 @@
  */
 
 export interface LoadOptions {
-  /** The gateway's origin, http://127.0.0.1:<port>. */
+  /** The gateway's origin, http://127.0.0.1:<port>, or an edge's base origin. */
   gateway: string;
+  /** How requests are made; default the global fetch (an edge over TLS with a private CA passes one with its own agent). */
+  fetch?: typeof fetch;
   /** Write keys, used in turn (one request, one key), to stay under the per-organisation rate limits. */
   keys: readonly string[];
   clients: number;
@@ -191,7 +193,7 @@ export function startLoad(o: LoadOptions): LoadRun {
       const start = Date.now();
       const record: RequestRecord = { client: c, start, end: start, outcome: 'network-error', retryAfter: false, messageIds, processed: 0, acknowledged: [], ambiguous: false };
       try {
-        const res = await fetch(`${o.gateway}/functions/v1/v1-batch`, {
+        const res = await (o.fetch ?? fetch)(`${o.gateway}/functions/v1/v1-batch`, {
           method: 'POST',
           headers: { authorization: `Bearer ${o.keys[keyIndex]}`, 'content-type': 'application/json' },
           body: JSON.stringify({ batch }),
