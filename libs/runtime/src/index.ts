@@ -34,6 +34,8 @@ export {
   createApp,
   DEGRADED,
   HttpError,
+  isHttpError,
+  limitAddress,
   methodNotAllowed,
   notFound,
   parseJson,
@@ -50,7 +52,8 @@ export {
 export { Lifecycle, RepeatingDrain, SERVICE_NODE_FLAGS, type SignalTarget } from './lifecycle';
 export { authenticate, KeyRequirements, type KeyVerifier } from './auth/authenticate';
 export { KeyCache } from './auth/key-cache';
+export { FailedAuthThrottle, failedAuthThrottle, type FailedAuthThrottleOptions } from './auth/failed-auth-throttle';
 export { InProcessRateLimiter, PostgresRateLimiter, type RateLimiter, type RateLimitRule, type RateLimitVerdict } from './rate-limit/rate-limiter';
 export { rateLimitMigrations } from './rate-limit/migrations';
 export { httpServiceConfigSpec } from './config/common';
-export { admit, perIpRateLimited, perOrgIpRule, rateLimitHeaders } from './rate-limit/http';
+export { admit, perIpRateLimited, perOrgIpRule, rateLimitHeaders, type AdmissionDeps } from './rate-limit/http';

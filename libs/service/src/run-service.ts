@@ -9,6 +9,8 @@ import {
   databaseConnection,
   createLogger,
   createMetrics,
+  failedAuthThrottle,
+  type FailedAuthThrottle,
   loadConfigOrExit,
   observeDbPool,
   readinessFromChecks,
@@ -33,6 +35,8 @@ export interface ServiceContext<C extends ServiceConfig = ServiceConfig> {
   /** Always created with the metrics registry, so consumer lag is exported wherever a consumer runs. */
   bus: Bus;
   metrics: Metrics;
+  /** The process's one count of keys that did not verify, per client address: every route that authenticates passes it. */
+  failedAuth: FailedAuthThrottle;
 }
 
 /** What a service adds to the process: routes under /functions/v1, and readiness checks beside the database's. */
@@ -90,7 +94,8 @@ export async function startService<S extends Record<string, VarSpec<unknown>>>(
     observeDbPool(metrics.registry, db, definition.name);
     const bus = await createBus(config, { db, logger, metricsRegistry: metrics.registry });
     lifecycle.registerFirst('bus', () => bus.close());
-    const built = await definition.build({ config, logger, lifecycle, db, bus, metrics });
+    const failedAuth = failedAuthThrottle(config.UNAUTHENTICATED_PER_MINUTE, metrics);
+    const built = await definition.build({ config, logger, lifecycle, db, bus, metrics, failedAuth });
     const http = await serveHttp({
       config,
       logger,

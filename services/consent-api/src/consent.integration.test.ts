@@ -3,6 +3,7 @@ import { busMigrations, createPostgresLogBus, prefixedTopics, type Bus, type Inc
 import { Messages, type ConsentDecisionEvent } from '@svc/contracts';
 import {
   AccountsStore,
+  FailedAuthThrottle,
   accountsMigrations,
   createLogger,
   createMetrics,
@@ -39,7 +40,7 @@ describeWithPostgres('consent API on PostgreSQL', () => {
       metrics: createMetrics({ collectDefaultMetrics: false }),
       readiness: async () => ({ checks: {} }),
       mount: (router) => {
-        publisher = mountConsentApi(router, { db: t.db, bus, decisionsTopic: topics.consentDecisions, logger, trustedProxies: [] });
+        publisher = mountConsentApi(router, { db: t.db, bus, decisionsTopic: topics.consentDecisions, logger, trustedProxies: [], failedAuth: new FailedAuthThrottle(1_000_000) });
       },
     });
     url = `${server.url}/functions/v1/v1-consent`;

@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
-import { AccountsStore, PostgresRateLimiter, RepeatingDrain, type Db, type Logger } from '@svc/runtime';
+import { AccountsStore, PostgresRateLimiter, RepeatingDrain, type Db, type FailedAuthThrottle, type Logger } from '@svc/runtime';
 import { publishDecisions } from './publisher';
 import { mountConsent } from './routes';
 import { ConsentStore } from './store';
@@ -12,6 +12,7 @@ export interface ConsentWiring {
   decisionsTopic: TopicSpec;
   logger: Logger;
   trustedProxies: readonly string[];
+  failedAuth: FailedAuthThrottle;
 }
 
 /** Builds the consent API's real dependencies and mounts its routes; returns the publisher to stop at shutdown. */
@@ -25,6 +26,7 @@ export function mountConsentApi(router: Router, w: ConsentWiring): RepeatingDrai
     store,
     publisher,
     trustedProxies: w.trustedProxies,
+    failedAuth: w.failedAuth,
   });
   return publisher;
 }

@@ -8,19 +8,15 @@ import {
   readJsonBody,
   rejectOversizedContentLength,
   sendJson,
-  type KeyVerifier,
-  type RateLimiter,
+  type AdmissionDeps,
   type RepeatingDrain,
 } from '@svc/runtime';
 import type { ConsentStore, HistoryCursor, StoredRecord, Subject } from './store';
 
-export interface ConsentDeps {
-  keys: KeyVerifier;
-  rateLimiter: RateLimiter;
+export interface ConsentDeps extends AdmissionDeps {
   store: ConsentStore;
   /** Publishes what is recorded (coalescing calls, never throwing). */
   publisher: Pick<RepeatingDrain, 'run'>;
-  trustedProxies: readonly string[];
 }
 
 const LIMIT = Limits.smallBodyBytes;

@@ -5,7 +5,7 @@ import { createConsentErasureHandler } from './erasure';
 import { mountConsentApi } from './routes-setup';
 
 /** The consent API's part of a process: its topic, its publisher and its tombstone consumer (stopped before the bus), and /v1-consent. */
-export async function buildConsentApi({ config, db, bus, logger, lifecycle }: ServiceContext): Promise<BuiltService> {
+export async function buildConsentApi({ config, db, bus, logger, lifecycle, failedAuth }: ServiceContext): Promise<BuiltService> {
   const topics = prefixedTopics(config.TOPIC_PREFIX);
   await bus.ensureTopics([topics.consentDecisions, topics.profilesErased]);
   let publisher: RepeatingDrain | undefined;
@@ -15,7 +15,7 @@ export async function buildConsentApi({ config, db, bus, logger, lifecycle }: Se
   lifecycle.registerFirst('consent-erasures', () => erasures.stop());
   return {
     mount: (router) => {
-      publisher = mountConsentApi(router, { db, bus, decisionsTopic: topics.consentDecisions, logger, trustedProxies: config.TRUSTED_PROXIES });
+      publisher = mountConsentApi(router, { db, bus, decisionsTopic: topics.consentDecisions, logger, trustedProxies: config.TRUSTED_PROXIES, failedAuth });
     },
   };
 }

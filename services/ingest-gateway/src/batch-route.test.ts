@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { BodyLimitHints, ErrorCodes, EventReasons, Messages, Topics, type RawEventEnvelope } from '@svc/contracts';
 import { BusUnavailableError, SchemaViolationError, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import {
+  FailedAuthThrottle,
   InProcessRateLimiter,
   createApp,
   createLogger,
@@ -49,6 +50,7 @@ class Doubles {
 
   deps(): Omit<GatewayDeps, 'metrics' | 'logger'> {
     return {
+      failedAuth: new FailedAuthThrottle(1_000_000),
       keys: {
         verifyApiKey: async (k) => {
           if (this.keyError) throw this.keyError;

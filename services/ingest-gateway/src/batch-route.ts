@@ -10,7 +10,7 @@ import {
   readJsonBody,
   rejectOversizedContentLength,
   sendJson,
-  type KeyVerifier,
+  type AdmissionDeps,
   type Logger,
   type RateLimiter,
   type RateLimitVerdict,
@@ -20,8 +20,7 @@ import { batchRateRules, checkQuota, rateLimitError, type UsageReader } from './
 import { errorLines, prepareEvents, type EventFailure } from './prepare-events';
 import type { GatewayMetrics } from './metrics';
 
-export interface GatewayDeps {
-  keys: KeyVerifier;
+export interface GatewayDeps extends AdmissionDeps {
   /** The shared counters (PostgreSQL). */
   rateLimiter: RateLimiter;
   /** Counts in this process while the shared counters cannot be reached. */
@@ -30,7 +29,6 @@ export interface GatewayDeps {
   bus: Pick<Bus, 'produce'>;
   /** The raw-events topic (names may carry a deployment prefix). */
   rawTopic: TopicSpec;
-  trustedProxies: readonly string[];
   upgradeUrl: string;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -49,7 +47,7 @@ export function mountBatchRoute(router: Router, deps: GatewayDeps): void {
     // 1. Authentication (and the key's type and allowlists).
     const request = { headers: req.headers, clientIp: ip };
     const admission: Admission = {
-      key: await authenticate(request, deps.keys, KeyRequirements.write),
+      key: await authenticate(request, deps.keys, KeyRequirements.write, { throttle: deps.failedAuth }),
       reauthenticate: () => authenticate(request, deps.keys, KeyRequirements.write, { fresh: true }),
     };
 

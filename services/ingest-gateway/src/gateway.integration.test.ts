@@ -3,6 +3,7 @@ import { busMigrations, createKafkaBus, createPostgresLogBus, prefixedTopics, ty
 import { Messages, type RawEventEnvelope } from '@svc/contracts';
 import {
   AccountsStore,
+  FailedAuthThrottle,
   accountsMigrations,
   createLogger,
   createMetrics,
@@ -50,7 +51,7 @@ function gatewaySuite(makeBus: (t: TestDatabase) => Bus): void {
           metrics,
           readiness: async () => ({ checks: {} }),
           mount: (router) =>
-            mountGateway(router, { db: t.db, bus, rawTopic: topics.eventsRaw, logger, metrics, trustedProxies: [], upgradeUrl: 'https://billing.test', keyOutageGraceMs: 300_000 }),
+            mountGateway(router, { db: t.db, bus, rawTopic: topics.eventsRaw, logger, metrics, trustedProxies: [], failedAuth: new FailedAuthThrottle(1_000_000), upgradeUrl: 'https://billing.test', keyOutageGraceMs: 300_000 }),
         }),
       );
     }

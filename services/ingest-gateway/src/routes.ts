@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
 import { mountOpenApiDocument } from '@svc/openapi';
-import { AccountsStore, InProcessRateLimiter, KeyCache, PostgresRateLimiter, type Db, type Logger, type Metrics } from '@svc/runtime';
+import { AccountsStore, InProcessRateLimiter, KeyCache, PostgresRateLimiter, type Db, type FailedAuthThrottle, type Logger, type Metrics } from '@svc/runtime';
 import { mountBatchRoute, type GatewayDeps } from './batch-route';
 import { rememberedThroughOutage } from './limits';
 import { gatewayMetrics } from './metrics';
@@ -15,6 +15,7 @@ export interface GatewayWiring {
   logger: Logger;
   metrics: Metrics;
   trustedProxies: readonly string[];
+  failedAuth: FailedAuthThrottle;
   upgradeUrl: string;
   /** KEY_OUTAGE_GRACE_SECONDS, in ms. */
   keyOutageGraceMs: number;
@@ -32,6 +33,7 @@ export function mountGateway(router: Router, w: GatewayWiring): void {
     bus: w.bus,
     rawTopic: w.rawTopic,
     trustedProxies: w.trustedProxies,
+    failedAuth: w.failedAuth,
     upgradeUrl: w.upgradeUrl,
     metrics: gatewayMetrics(w.metrics),
     logger: w.logger,

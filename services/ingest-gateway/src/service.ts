@@ -5,7 +5,7 @@ import { gatewayOwnConfigSpec } from './config';
 import { mountGateway } from './routes';
 
 /** The gateway's part of a process: the raw topic, and POST /v1-batch. */
-export async function buildGateway({ config, db, bus, logger, metrics }: ServiceContext<ServiceConfig & ConfigValues<typeof gatewayOwnConfigSpec>>): Promise<BuiltService> {
+export async function buildGateway({ config, db, bus, logger, metrics, failedAuth }: ServiceContext<ServiceConfig & ConfigValues<typeof gatewayOwnConfigSpec>>): Promise<BuiltService> {
   const topics = prefixedTopics(config.TOPIC_PREFIX);
   await bus.ensureTopics([topics.eventsRaw]);
   return {
@@ -17,6 +17,7 @@ export async function buildGateway({ config, db, bus, logger, metrics }: Service
         logger,
         metrics,
         trustedProxies: config.TRUSTED_PROXIES,
+        failedAuth,
         upgradeUrl: config.UPGRADE_URL,
         keyOutageGraceMs: config.KEY_OUTAGE_GRACE_SECONDS * 1_000,
       }),

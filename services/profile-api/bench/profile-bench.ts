@@ -8,6 +8,7 @@ import { conversionsMigrations } from '@svc/conversions';
 import { identityMigrations, privacyMigrations } from '@svc/identity';
 import {
   AccountsStore,
+  FailedAuthThrottle,
   accountsMigrations,
   createDb,
   createLogger,
@@ -119,7 +120,7 @@ async function main(): Promise<void> {
       logger,
       metrics: createMetrics({ collectDefaultMetrics: false }),
       readiness: async () => ({ checks: {} }),
-      mount: (router) => mountProfileApi(router, { db, logger, trustedProxies: ['127.0.0.1'], cursorSecret: SECRET }),
+      mount: (router) => mountProfileApi(router, { db, logger, trustedProxies: ['127.0.0.1'], failedAuth: new FailedAuthThrottle(1_000_000), cursorSecret: SECRET }),
     });
     const base = `${server.url}/functions/v1/v1-profiles`;
     const scenarios = await buildScenarios(db, orgId);

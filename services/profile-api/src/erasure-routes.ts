@@ -1,6 +1,14 @@
 import type { Router } from 'express';
 import { BodyLimitHints, ERASABLE_IDENTIFIER_TYPES, Limits, Messages, toStorable, type ErasableIdentifierType, type ErasureView } from '@svc/contracts';
-import { HttpError, KeyRequirements, admit, readJsonBody, sendJson, type KeyVerifier, type Logger, type RateLimiter } from '@svc/runtime';
+import {
+  HttpError,
+  KeyRequirements,
+  admit,
+  readJsonBody,
+  sendJson,
+  type AdmissionDeps,
+  type Logger,
+} from '@svc/runtime';
 import { normaliseIdentifier, type ErasureRequestResult, type ErasureTarget } from '@svc/identity';
 
 /**
@@ -28,10 +36,7 @@ export interface ErasureStore {
   get(orgId: string, id: string): Promise<ErasureView | undefined>;
 }
 
-export interface ErasureRoutesDeps {
-  keys: KeyVerifier;
-  rateLimiter: RateLimiter;
-  trustedProxies: readonly string[];
+export interface ErasureRoutesDeps extends AdmissionDeps {
   erasures: ErasureStore;
   /** Called after a request is recorded: publishes it now (and retries later on its own). */
   published: () => void;

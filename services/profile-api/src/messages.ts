@@ -20,6 +20,8 @@ export const ProfileLimits = {
   maxReasonLength: 1_000,
   /** Longest `event_name` filter: event names are at most this long. */
   maxEventNameLength: Limits.eventNameMaxLength,
+  /** Shortest `partial=true` search value: a shorter substring matches (and scans) most of an organisation's signals. */
+  minPartialSearchLength: 3,
   /** Newest events sampled to estimate a filtered total on the cursor path. */
   estimateSample: 1_000,
 } as const;
@@ -38,6 +40,7 @@ export const ProfileMessages = {
   /** A query parameter holding U+0000 (`%00`), which no stored value can. */
   nulInParameter: (name: string) => `Invalid ${name}: U+0000 is not allowed`,
   searchTooLong: `Search query too long: maximum ${Limits.search.maxQueryLength} characters`,
+  partialSearchTooShort: `Partial search needs at least ${ProfileLimits.minPartialSearchLength} characters`,
   searchParameterConflict: 'Only one search parameter is allowed: q, email, user_id, or anonymous_id',
   mergeIntoItself: 'Cannot merge a profile into itself',
   mergeBodyNotObject: 'Invalid request: the body must be a JSON object',

@@ -127,6 +127,8 @@ describe('search parameters', () => {
     ['query is q', { query: 'ann' }, { field: 'q', value: 'ann', partial: false, limit: 20 }],
     ['partial=true', { q: 'ann', partial: 'true' }, { field: 'q', value: 'ann', partial: true, limit: 20 }],
     ['partial=false', { q: 'ann', partial: 'false' }, { field: 'q', value: 'ann', partial: false, limit: 20 }],
+    ['exact search of one character', { q: 'a' }, { field: 'q', value: 'a', partial: false, limit: 20 }],
+    ['partial of three characters, counted as characters', { user_id: 'é😀x', partial: 'true' }, { field: 'user_id', value: 'é😀x', partial: true, limit: 20 }],
     ['limit 50', { q: 'ann', limit: '50' }, { field: 'q', value: 'ann', partial: false, limit: 50 }],
     ['limit 51 clamps to 50', { q: 'ann', limit: '51' }, { field: 'q', value: 'ann', partial: false, limit: 50 }],
     ['q of 200 characters', { q: 'q'.repeat(200) }, { field: 'q', value: 'q'.repeat(200), partial: false, limit: 20 }],
@@ -147,6 +149,9 @@ describe('search parameters', () => {
     ['query of 201 characters', { query: 'q'.repeat(201) }, ProfileMessages.searchTooLong],
     ['user_id of 201 characters', { user_id: 'u'.repeat(201) }, ProfileMessages.searchTooLong],
     ['partial=yes', { q: 'a', partial: 'yes' }, ProfileMessages.invalidPartial],
+    ['partial of one character', { q: 'a', partial: 'true' }, ProfileMessages.partialSearchTooShort],
+    ['partial of two characters', { email: 'ab', partial: 'true' }, ProfileMessages.partialSearchTooShort],
+    ['partial of two characters after trimming', { q: ' ab ', partial: 'true' }, ProfileMessages.partialSearchTooShort],
     ['limit zero', { q: 'a', limit: '0' }, ProfileMessages.invalidLimit],
     ['limit negative', { q: 'a', limit: '-3' }, ProfileMessages.invalidLimit],
     ['limit word', { q: 'a', limit: 'many' }, ProfileMessages.invalidLimit],
@@ -154,6 +159,10 @@ describe('search parameters', () => {
   ];
   it.each(invalid)('%s → 400 %s', (_name, query, message) => {
     expect(outcome(parseSearchParams, query)).toEqual({ status: 400, error: message });
+  });
+
+  it('the partial-search floor says how many characters it needs', () => {
+    expect(ProfileMessages.partialSearchTooShort).toBe('Partial search needs at least 3 characters');
   });
 
   it('the missing-parameter message is the spec string', () => {

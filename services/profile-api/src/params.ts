@@ -139,9 +139,8 @@ export function parseSearchParams(query: Query): SearchParams {
   if (first === undefined) throw new HttpError(400, Messages.searchParameterRequired);
   if (rest.length > 0) throw new HttpError(400, ProfileMessages.searchParameterConflict);
   if (first.value.length > Limits.search.maxQueryLength) throw new HttpError(400, ProfileMessages.searchTooLong);
-  return {
-    ...first,
-    partial: booleanParam(query, 'partial', ProfileMessages.invalidPartial) ?? false,
-    limit: parseLimit(query, Limits.search),
-  };
+  const partial = booleanParam(query, 'partial', ProfileMessages.invalidPartial) ?? false;
+  // A substring of one or two characters matches most of an organisation's signals, and costs a scan of them all.
+  if (partial && [...first.value].length < ProfileLimits.minPartialSearchLength) throw new HttpError(400, ProfileMessages.partialSearchTooShort);
+  return { ...first, partial, limit: parseLimit(query, Limits.search) };
 }

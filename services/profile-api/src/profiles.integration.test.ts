@@ -458,7 +458,7 @@ describeWithPostgres('Profiles API read routes on PostgreSQL', () => {
       ['q, partial canonical_id, any case', () => `?q=${ids.bob!.canonical_id.slice(6, 18).toUpperCase()}&partial=true`, () => [ids.bob!.id]],
       ['q, partial across signal types, de-duplicated', () => '?q=alic&partial=true', () => [ids.alice!.id]],
       ['q, no match', () => '?q=zzz-nobody', () => []],
-      ['q, partial: % is literal', () => '?q=%25&partial=true', pct],
+      ['q, partial: % is literal', () => '?q=50%25&partial=true', pct],
       ['q, partial: _ is literal', () => '?q=r_5&partial=true', pct],
     ];
     it.each(cases)('%s', async (_name, query, expected) => {

@@ -2,7 +2,7 @@ import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
 import { findErasure, publishPendingErasures, requestErasure } from '@svc/identity';
-import { AccountsStore, PostgresRateLimiter, RepeatingDrain, type Db, type Logger } from '@svc/runtime';
+import { AccountsStore, PostgresRateLimiter, RepeatingDrain, type Db, type FailedAuthThrottle, type Logger } from '@svc/runtime';
 import { CursorCodec } from './cursor';
 import { mountProfiles } from './routes';
 import { ProfileStore } from './store';
@@ -12,6 +12,7 @@ export interface ProfileApiWiring {
   db: Db;
   logger: Logger;
   trustedProxies: readonly string[];
+  failedAuth: FailedAuthThrottle;
   /**
    * HMAC key of the events cursor (CURSOR_SECRET, at least 32 characters).
    * Unset: a random key per process, so cursors do not survive a restart and
@@ -42,6 +43,7 @@ export function mountProfileApi(router: Router, w: ProfileApiWiring): RepeatingD
     store: new ProfileStore(w.db, w.defaultPhoneCountryCode),
     cursors,
     trustedProxies: w.trustedProxies,
+    failedAuth: w.failedAuth,
     logger: w.logger,
     ...(publisher
       ? {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Messages } from '@svc/contracts';
-import { createLogger, createMetrics, serveHttp, type RunningHttpServer } from '@svc/runtime';
+import { FailedAuthThrottle, createLogger, createMetrics, serveHttp, type RunningHttpServer } from '@svc/runtime';
 import { verifiedKey } from '@svc/testkit';
 import { CursorCodec } from './cursor';
 import { mountProfiles } from './routes';
@@ -30,6 +30,7 @@ describe('Profiles API failures', () => {
           store,
           cursors: new CursorCodec('c'.repeat(32)),
           trustedProxies: [],
+          failedAuth: new FailedAuthThrottle(1_000_000),
           logger,
         }),
     });

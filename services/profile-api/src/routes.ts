@@ -10,9 +10,8 @@ import {
   readJsonBody,
   rejectOversizedContentLength,
   sendJson,
-  type KeyVerifier,
+  type AdmissionDeps,
   type Logger,
-  type RateLimiter,
 } from '@svc/runtime';
 import type { CursorCodec } from './cursor';
 import { mountErasureRoutes, type ErasureRoutesDeps } from './erasure-routes';
@@ -20,12 +19,9 @@ import { ProfileLimits, ProfileMessages } from './messages';
 import { parseEventsParams, parseListParams, parseSearchParams } from './params';
 import type { MergeResult, ProfileStore } from './store';
 
-export interface ProfileRoutesDeps {
-  keys: KeyVerifier;
-  rateLimiter: RateLimiter;
+export interface ProfileRoutesDeps extends AdmissionDeps {
   store: ProfileStore;
   cursors: CursorCodec;
-  trustedProxies: readonly string[];
   logger: Logger;
   /** The erasure routes (erasure-routes.ts); absent: not mounted. */
   erasures?: Pick<ErasureRoutesDeps, 'erasures' | 'published' | 'defaultPhoneCountryCode'>;

@@ -5,7 +5,7 @@ import { profileApiOwnConfigSpec } from './config';
 import { mountProfileApi } from './routes-setup';
 
 /** The Profiles API's part of a process: /v1-profiles, and the publisher of the erasure requests it records (stopped before the bus). */
-export async function buildProfileApi({ config, db, bus, logger, lifecycle }: ServiceContext<ServiceConfig & ConfigValues<typeof profileApiOwnConfigSpec>>): Promise<BuiltService> {
+export async function buildProfileApi({ config, db, bus, logger, lifecycle, failedAuth }: ServiceContext<ServiceConfig & ConfigValues<typeof profileApiOwnConfigSpec>>): Promise<BuiltService> {
   const erasureTopic = prefixedTopics(config.TOPIC_PREFIX).erasureRequests;
   await bus.ensureTopics([erasureTopic]);
   let publisher: ReturnType<typeof mountProfileApi>;
@@ -16,6 +16,7 @@ export async function buildProfileApi({ config, db, bus, logger, lifecycle }: Se
         db,
         logger,
         trustedProxies: config.TRUSTED_PROXIES,
+        failedAuth,
         cursorSecret: config.CURSOR_SECRET,
         defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
         erasures: { bus, topic: erasureTopic },

@@ -9,6 +9,7 @@ import {
   createDb,
   databaseConnection,
   createMetrics,
+  failedAuthThrottle,
   observeDbPool,
   readinessFromChecks,
   runMigrations,
@@ -58,13 +59,15 @@ export async function startStack(config: StackConfig, logger: Logger, signals?: 
       await checkBus(config, config.STARTUP_CONNECT_TIMEOUT_SECONDS * 1_000);
     }
     const metrics = createMetrics();
+    // One count of failed keys for the process, as in a service of its own.
+    const failedAuth = failedAuthThrottle(config.UNAUTHENTICATED_PER_MINUTE, metrics);
     const context = async (name: string, poolMax: number): Promise<ServiceContext<StackConfig & { DATABASE_URL: string; DB_POOL_MAX: number }>> => {
       const db = createDb({ ...connection, poolMax, applicationName: `svc-standalone-${name}` });
       lifecycle.registerFirst(`${name}-db-pool`, () => db.destroy());
       observeDbPool(metrics.registry, db, name);
       const bus = await createBus(config, { db, logger: logger.child({ component: 'bus', for: name }), metricsRegistry: metrics.registry });
       lifecycle.registerFirst(`${name}-bus`, () => bus.close());
-      return { config: { ...config, DATABASE_URL: connection.url, DB_POOL_MAX: poolMax }, logger: logger.child({ component: name }), lifecycle, db, bus, metrics };
+      return { config: { ...config, DATABASE_URL: connection.url, DB_POOL_MAX: poolMax }, logger: logger.child({ component: name }), lifecycle, db, bus, metrics, failedAuth };
     };
 
     const shared = await context('shared', SHARED_POOL_MAX);

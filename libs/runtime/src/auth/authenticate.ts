@@ -4,6 +4,7 @@ import { ErrorCodes, Messages, type RequiredKeyType } from '@svc/contracts';
 import { HttpError } from '../http';
 import { parseAuthorization, type KeyType } from '../accounts/api-keys';
 import type { VerifiedKey } from '../accounts/store';
+import type { FailedAuthThrottle } from './failed-auth-throttle';
 
 /** The one thing authentication needs from the accounts store (or a KeyCache before it); tests pass a double. */
 export interface KeyVerifier {
@@ -11,6 +12,8 @@ export interface KeyVerifier {
   verifyApiKey(key: string, options?: { fresh?: boolean }): Promise<VerifiedKey | undefined>;
   /** The database has just confirmed a key this verifier served `unconfirmed` (a cache's bookkeeping). */
   confirmed?(key: VerifiedKey): void;
+  /** Whether this verifier holds `key` as verified, without looking anything up (a cache). */
+  holds?(key: string): boolean;
 }
 
 /** Which key types an operation accepts, and how a 403 names them. */
@@ -44,16 +47,27 @@ const PARSE_FAILURES = {
  * allowlist. Key types are not hierarchical, except that admin satisfies all.
  * A key a cache served is read again before it is refused (it may have
  * changed since); one it lets through stays `unconfirmed` for the caller.
- * `fresh` reads the key from the database whatever is held.
+ * `fresh` reads the key from the database whatever is held. With a
+ * `throttle`, every 401 counts against the client's address, and an address
+ * past its count gets the per-IP 429 before its key is looked up (unless the
+ * verifier already holds the key as verified).
  */
 export async function authenticate(
   req: AuthRequest,
   verifier: KeyVerifier,
   requirement: KeyRequirement,
-  options: { fresh?: boolean } = {},
+  options: { fresh?: boolean; throttle?: FailedAuthThrottle } = {},
 ): Promise<VerifiedKey> {
+  const { throttle } = options;
   const parsed = parseAuthorization(req.headers.authorization);
-  if (!parsed.ok) throw new HttpError(401, PARSE_FAILURES[parsed.problem]);
+  if (!parsed.ok) {
+    throttle?.failed(req.clientIp);
+    throw new HttpError(401, PARSE_FAILURES[parsed.problem]);
+  }
+  if (throttle && !verifier.holds?.(parsed.key)) {
+    const refusal = throttle.refusal(req.clientIp);
+    if (refusal) throw refusal;
+  }
 
   const verify = async (fresh: boolean) => {
     try {
@@ -68,7 +82,10 @@ export async function authenticate(
     key = await verify(true);
     refusal = refusalOf(key, req, requirement);
   }
-  if (refusal) throw refusal;
+  if (refusal) {
+    if (!key) throttle?.failed(req.clientIp);
+    throw refusal;
+  }
   return key!;
 }
 

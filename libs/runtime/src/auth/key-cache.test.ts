@@ -57,6 +57,20 @@ describe('KeyCache', () => {
     expect(reads).toEqual([keyNamed(7), keyNamed(7), keyNamed(7)]);
   });
 
+  it('holds(): true only for a key it verified and still holds, without a read', async () => {
+    const known = new Map<string, Partial<VerifiedKey>>([[keyNamed(1), {}]]);
+    const { store, reads } = accounts(known);
+    const cache = new KeyCache(store);
+    expect(cache.holds(keyNamed(1))).toBe(false);
+    await cache.verifyApiKey(keyNamed(1));
+    await cache.verifyApiKey(keyNamed(2));
+    expect([cache.holds(keyNamed(1)), cache.holds(keyNamed(2)), cache.holds('not a key')]).toEqual([true, false, false]);
+    known.delete(keyNamed(1));
+    await cache.verifyApiKey(keyNamed(1), { fresh: true });
+    expect(cache.holds(keyNamed(1))).toBe(false);
+    expect(reads).toHaveLength(3);
+  });
+
   it('holds at most maxKeys, forgetting the oldest', async () => {
     const known = new Map([1, 2, 3].map((n) => [keyNamed(n), {}]));
     const { store, reads } = accounts(known);

@@ -81,6 +81,11 @@ export class KeyCache implements KeyVerifier {
     return read.key;
   }
 
+  /** Whether `key` is held as verified (no lookup): a throttled address may still use it. */
+  holds(key: string): boolean {
+    return looksLikeApiKey(key) && this.held.has(hashApiKey(key).toString('base64'));
+  }
+
   /** The database has just confirmed `key`, a held key this cache served, unchanged (RateLimiter.hitIf counted with it). */
   confirmed(key: VerifiedKey): void {
     const entry = this.entryOf.get(key);

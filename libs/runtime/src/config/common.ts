@@ -14,6 +14,12 @@ export const httpServiceConfigSpec = {
   }),
   TLS_CERT_FILE: env.optionalString({ description: 'PEM certificate chain; with TLS_KEY_FILE the server speaks HTTPS itself' }),
   TLS_KEY_FILE: env.optionalString({ description: 'PEM private key for TLS_CERT_FILE' }),
+  UNAUTHENTICATED_PER_MINUTE: env.int({
+    description:
+      'Requests per minute per client address (an IPv6 client by its /64) whose key does not verify; past it, 429 before any key lookup or body read',
+    default: 60,
+    min: 1,
+  }),
   REQUIRE_HTTPS: env.bool({
     description: 'Refuse API requests that did not arrive over TLS or through a trusted proxy that terminated it (set in production)',
     default: false,

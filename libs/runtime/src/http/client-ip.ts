@@ -107,3 +107,17 @@ export function isTrustedPeer(req: IncomingMessage, trustedProxies: readonly str
   const peer = parseAddress(req.socket.remoteAddress);
   return peer !== undefined && isTrusted(peer, trustedRanges(trustedProxies));
 }
+
+/**
+ * The address a per-client limit counts under: an IPv4 address as it is, an
+ * IPv6 client by its /64 (`2001:db8:1:2::/64`), since one subscriber or host
+ * is usually given a whole /64 and could otherwise rotate through it to get a
+ * fresh bucket per request. Anything that is not an address is its own bucket.
+ */
+export function limitAddress(ip: string): string {
+  if (!ipaddr.isValid(ip)) return ip;
+  const address = ipaddr.process(ip);
+  if (address.kind() === 'ipv4') return address.toString();
+  const network = ipaddr.IPv6.networkAddressFromCIDR(`${address.toString()}/64`);
+  return `${network.toString()}/64`;
+}

@@ -1,4 +1,4 @@
-export { clientIp, isTrustedPeer, parseTrustedProxies } from './client-ip';
+export { clientIp, isTrustedPeer, limitAddress, parseTrustedProxies } from './client-ip';
 export { requireHttps } from './require-https';
 export { serveHttp } from './serve';
 export type { HttpServiceConfig, ServeOptions } from './serve';

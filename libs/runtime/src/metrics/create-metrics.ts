@@ -7,6 +7,8 @@ export interface Metrics {
   registry: prom.Registry;
   /** Request latency by method, matched route pattern (or `unmatched`) and status. */
   httpRequestDuration: prom.Histogram<HttpDurationLabels>;
+  /** Requests refused with a 429 before any lookup because their address sent too many keys that did not verify (FailedAuthThrottle). */
+  unauthenticatedThrottled: prom.Counter;
 }
 
 export interface CreateMetricsOptions {
@@ -36,7 +38,11 @@ export function createMetrics(options: CreateMetricsOptions = {}): Metrics {
     labelNames: ['method', 'route', 'status'],
     buckets: HTTP_DURATION_BUCKETS,
   });
-  return { registry, httpRequestDuration };
+  const unauthenticatedThrottled = defineCounter(registry, {
+    name: 'http_unauthenticated_throttled_total',
+    help: 'Requests refused (429) before their key was looked up: their client address sent too many keys that did not verify this minute.',
+  });
+  return { registry, httpRequestDuration, unauthenticatedThrottled };
 }
 
 /*

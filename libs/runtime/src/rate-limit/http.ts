@@ -1,17 +1,19 @@
 import { ErrorCodes, Headers, Messages } from '@svc/contracts';
 import type { IncomingMessage } from 'node:http';
-import { HttpError, clientIp } from '../http';
+import { HttpError, clientIp, limitAddress } from '../http';
 import type { VerifiedKey } from '../accounts/store';
 import { authenticate, type KeyRequirement, type KeyVerifier } from '../auth/authenticate';
+import type { FailedAuthThrottle } from '../auth/failed-auth-throttle';
 import type { RateLimitRule, RateLimitVerdict, RateLimiter } from './rate-limiter';
 
 /**
  * The per-(organisation, client IP) rule of an endpoint: its default limit,
- * tightened (never loosened) by the key's own per-minute cap.
+ * tightened (never loosened) by the key's own per-minute cap. An IPv6 client
+ * counts by its /64 (limitAddress).
  */
 export function perOrgIpRule(endpoint: string, key: VerifiedKey, clientIp: string, defaultLimit: number): RateLimitRule {
   return {
-    bucket: `${endpoint}:ip:${key.orgId}:${clientIp}`,
+    bucket: `${endpoint}:ip:${key.orgId}:${limitAddress(clientIp)}`,
     limit: Math.min(defaultLimit, key.ratePerMinuteCap ?? Infinity),
   };
 }
@@ -33,11 +35,12 @@ export function perIpRateLimited(v: RateLimitVerdict): HttpError {
   });
 }
 
-/** What a route needs to admit a request: who can verify keys, where the counters live, which proxies to believe. */
+/** What a route needs to admit a request: who can verify keys, where the counters live, which proxies to believe, who throttles failed keys. */
 export interface AdmissionDeps {
   keys: KeyVerifier;
   rateLimiter: RateLimiter;
   trustedProxies: readonly string[];
+  failedAuth: FailedAuthThrottle;
 }
 
 /**
@@ -53,7 +56,7 @@ export async function admit(
   bucket: { endpoint: string; limit: number },
 ): Promise<{ key: VerifiedKey; ip: string }> {
   const ip = clientIp(req, deps.trustedProxies);
-  const key = await authenticate({ headers: req.headers, clientIp: ip }, deps.keys, requirement);
+  const key = await authenticate({ headers: req.headers, clientIp: ip }, deps.keys, requirement, { throttle: deps.failedAuth });
   const [verdict] = await deps.rateLimiter.hit([perOrgIpRule(bucket.endpoint, key, ip, bucket.limit)]);
   if (verdict && !verdict.allowed) throw perIpRateLimited(verdict);
   return { key, ip };

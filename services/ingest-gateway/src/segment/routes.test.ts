@@ -2,7 +2,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { ErrorCodes, Messages, Topics, type RawEventEnvelope } from '@svc/contracts';
 import type { OutgoingMessage, ProduceResult } from '@svc/bus';
-import { InProcessRateLimiter, createApp, createLogger, createMetrics, startHttpServer, type RateLimitRule, type RunningHttpServer, type VerifiedKey } from '@svc/runtime';
+import { FailedAuthThrottle, InProcessRateLimiter, createApp, createLogger, createMetrics, startHttpServer, type RateLimitRule, type RunningHttpServer, type VerifiedKey } from '@svc/runtime';
 import { verifiedKey } from '@svc/testkit';
 import { mountSegmentRoutes } from './routes';
 import { batchRateRules } from '../limits';
@@ -29,6 +29,7 @@ beforeAll(async () => {
   const metrics = createMetrics({ collectDefaultMetrics: false });
   const { app, router } = createApp({ logger, metrics, basePath: '/functions/v1', readiness: async () => ({ checks: {} }) });
   mountSegmentRoutes(router, {
+    failedAuth: new FailedAuthThrottle(1_000_000),
     keys: { verifyApiKey: async (k) => KEYS.get(k) },
     rateLimiter: {
       hit: async (rules: readonly RateLimitRule[]) =>

@@ -1,6 +1,6 @@
 import type { Router } from 'express';
 import { BodyLimitHints, EVENT_TYPES, Limits, Messages, type EventType } from '@svc/contracts';
-import { HttpError, clientIp, methodNotAllowed, rejectOversizedContentLength } from '@svc/runtime';
+import { HttpError, clientIp, isHttpError, methodNotAllowed, rejectOversizedContentLength } from '@svc/runtime';
 import { ingestBatch, refusingUnconfirmedKeyFirst, type Admission, type GatewayDeps } from '../batch-route';
 import { readSegmentBody } from './body';
 import { fromSegment, type SegmentEnvelope } from './map-event';
@@ -28,14 +28,26 @@ export function mountSegmentRoutes(router: Router, deps: GatewayDeps): void {
       const admit = async (writeKey: string): Promise<Admission> => {
         const request = { headers: req.headers, clientIp: ip };
         return {
-          key: await authenticateWriteKey(writeKey, request, deps.keys),
+          key: await authenticateWriteKey(writeKey, request, deps.keys, { throttle: deps.failedAuth }),
           reauthenticate: () => authenticateWriteKey(writeKey, request, deps.keys, { fresh: true }),
         };
       };
-      const source = writeKeyFromHeader(req.headers.authorization);
+      // A request that names no key where one is looked for counts against its address, as a key that does not verify does.
+      const keyFrom = <T>(find: () => T): T => {
+        try {
+          return find();
+        } catch (err) {
+          if (isHttpError(err) && err.status === 401) deps.failedAuth.failed(ip);
+          throw err;
+        }
+      };
+      const source = keyFrom(() => writeKeyFromHeader(req.headers.authorization));
       const byHeader = source.kind === 'header' ? await admit(source.key) : undefined;
+      // No key before the body: an address past its failed keys is refused before a byte of it is read or inflated.
+      const refusal = byHeader ? undefined : deps.failedAuth.refusal(ip);
+      if (refusal) throw refusal;
       const body = byHeader ? await refusingUnconfirmedKeyFirst(byHeader, () => readSegmentBody(req)) : await readSegmentBody(req);
-      const admission = byHeader ?? (await admit(writeKeyFromBody(body)));
+      const admission = byHeader ?? (await admit(keyFrom(() => writeKeyFromBody(body))));
       const { messages, type } = await refusingUnconfirmedKeyFirst(admission, async () => messagesOf(body));
       const receivedAt = now();
       const envelope = body as SegmentEnvelope;

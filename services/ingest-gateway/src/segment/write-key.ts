@@ -1,5 +1,5 @@
 import { Messages } from '@svc/contracts';
-import { HttpError, KeyRequirements, authenticate, parseAuthorization, type KeyVerifier, type VerifiedKey } from '@svc/runtime';
+import { HttpError, KeyRequirements, authenticate, parseAuthorization, type FailedAuthThrottle, type KeyVerifier, type VerifiedKey } from '@svc/runtime';
 
 /**
  * Where Segment's and RudderStack's libraries put the write key: as the
@@ -47,7 +47,7 @@ export function authenticateWriteKey(
   key: string,
   request: { headers: Record<string, string | string[] | undefined>; clientIp: string },
   verifier: KeyVerifier,
-  options: { fresh?: boolean } = {},
+  options: { fresh?: boolean; throttle?: FailedAuthThrottle } = {},
 ): Promise<VerifiedKey> {
   return authenticate({ headers: { ...request.headers, authorization: `Bearer ${key}` }, clientIp: request.clientIp }, verifier, KeyRequirements.write, options);
 }

@@ -5,6 +5,7 @@ import { identityMigrations, privacyMigrations, inTransactionWithRetry } from '@
 import { processBatch } from '@svc/identity-resolver';
 import {
   AccountsStore,
+  FailedAuthThrottle,
   accountsMigrations,
   createMetrics,
   rateLimitMigrations,
@@ -71,6 +72,7 @@ export class ProfileApiHarness {
           db: this.t.db,
           logger,
           trustedProxies: ['127.0.0.1'],
+          failedAuth: new FailedAuthThrottle(1_000_000),
           cursorSecret: TEST_CURSOR_SECRET,
           ...(this.phoneCountryCode ? { defaultPhoneCountryCode: this.phoneCountryCode } : {}),
         }),
