@@ -78,6 +78,10 @@ beforeAll(async () => {
       });
       router.post('/parsed', express.json({ limit: 10 }), (_req, res) => sendJson(res, 200, { success: true }));
       router.get('/profiles/:id', (req, res) => sendJson(res, 200, { id: req.params.id }));
+      // Refuses (as a key check does) without reading the body.
+      router.post('/refuse-unread', () => {
+        throw new HttpError(401, Messages.invalidApiKey);
+      });
       router.get('/after-headers', (_req, res) => {
         res.writeHead(200, { 'Content-Type': JSON_CONTENT_TYPE });
         res.write('{"partial":');
@@ -334,6 +338,19 @@ describe('error envelope', () => {
     await expect(rawRequest(app.port, { path: `${BASE_PATH}/after-headers` })).rejects.toThrow();
     const res = await rawRequest(app.port, { path: `${BASE_PATH}/ok` });
     expect(res.status).toBe(200);
+  });
+});
+
+describe('an answer given before the body was read', () => {
+  it.each([
+    ['a large declared body: not read, the connection ends with the answer', { 'content-length': String(64 * 1024) }, 'close'],
+    ['a chunked body of unknown size: the same', { 'transfer-encoding': 'chunked' }, 'close'],
+    ['a small body: drained, the connection kept', { 'content-length': String(64 * 1024 - 1) }, 'keep-alive'],
+  ])('%s', async (_name, headers, connection) => {
+    // Declares (or streams) a body it never finishes sending: only an early answer can come back.
+    const res = await rawRequest(app.port, { method: 'POST', path: `${BASE_PATH}/refuse-unread`, headers: { 'content-type': 'application/json', connection: 'keep-alive', ...headers }, body: connection === 'keep-alive' ? ' '.repeat(64 * 1024 - 1) : undefined });
+    expect(res.status).toBe(401);
+    expect(res.headers.connection).toBe(connection);
   });
 });
 

@@ -1,9 +1,10 @@
+import type { IncomingMessage } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { BodyLimitHints, Headers, Limits, Messages } from '@svc/contracts';
 import { isDatabaseUnavailable } from '../db/unavailable';
 import { UnavailableError } from '../errors';
 import type { Logger } from '../logging';
-import { payloadTooLarge, stopReading } from './body-limit';
+import { declaredContentLength, payloadTooLarge, stopReading } from './body-limit';
 import { HttpError } from './http-error';
 import { sendJson } from './json-response';
 import { clearMatchedRoute } from './route-label';
@@ -64,10 +65,23 @@ export function errorHandler(logger: Logger, mapError?: ErrorMapper): ErrorReque
     } else {
       log.debug({ status: known.status, code: known.code, error: known.message }, 'request rejected');
     }
-    // Any 413 means the rest of the body is unwanted: stop reading it.
-    if (known.status === 413 && !req.readableEnded) stopReading(req);
+    // Any 413 means the rest of the body is unwanted: stop reading it. So does
+    // any answer given before a large body was read (a refused key, a throttled
+    // address): the client has its answer, and taking in up to a MiB more only
+    // to discard it would let a flood of refused uploads cost what accepted
+    // ones do. A small body is left to be drained, keeping the connection.
+    if (!req.readableEnded && (known.status === 413 || unreadBodyIsLarge(req))) stopReading(req);
     writeHttpError(res, known);
   };
+}
+
+/** Bodies this size or larger are not drained after an early answer. */
+const DRAIN_LIMIT_BYTES = 64 * 1024;
+
+/** A body still to come that is large, or of unknown size (chunked). */
+function unreadBodyIsLarge(req: IncomingMessage): boolean {
+  if (req.headers['transfer-encoding'] !== undefined) return true;
+  return (declaredContentLength(req) ?? 0) >= DRAIN_LIMIT_BYTES;
 }
 
 function writeHttpError(res: Response, err: HttpError): void {
