@@ -22,7 +22,7 @@ export { HttpError, isHttpError } from './http-error';
 export type { HttpErrorOptions } from './http-error';
 export { JSON_CONTENT_TYPE, sendJson } from './json-response';
 export { isJsonContentType, parseJson, readBounded, readJsonBody } from './read-json-body';
-export type { ReadJsonBodyOptions } from './read-json-body';
+export type { ReadBoundedOptions, ReadJsonBodyOptions } from './read-json-body';
 export { isValidRequestId, requestId } from './request-id';
 export { requestTiming } from './request-timing';
 export { routeLabel } from './route-label';

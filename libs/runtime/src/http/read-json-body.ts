@@ -10,6 +10,15 @@ export interface ReadJsonBodyOptions {
   hint: string;
 }
 
+export interface ReadBoundedOptions extends ReadJsonBodyOptions {
+  /**
+   * Looks at the body's first `bytes` (or the whole body, when shorter) before
+   * the rest is read: reading waits for `check`, and stops for good when it
+   * throws (its error is the answer), so a body can be refused from its start.
+   */
+  start?: { bytes: number; check: (start: Buffer) => Promise<void> };
+}
+
 /**
  * Reads and parses a JSON request body. Route handlers call it after
  * authentication, which is why no body-parsing middleware runs globally: an
@@ -41,13 +50,13 @@ export function isJsonContentType(header: string | undefined): boolean {
 }
 
 /** The body's bytes, refused with the 413 as soon as they pass the limit (for routes that read other than JSON's Content-Type). */
-export async function readBounded(req: IncomingMessage, options: ReadJsonBodyOptions): Promise<Buffer> {
+export async function readBounded(req: IncomingMessage, options: ReadBoundedOptions): Promise<Buffer> {
   const chunks = await readBoundedChunks(req, options);
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
 /** The body's chunks as they arrived, bounded as readBounded says. */
-function readBoundedChunks(req: IncomingMessage, { limitBytes, hint }: ReadJsonBodyOptions): Promise<Buffer[]> {
+function readBoundedChunks(req: IncomingMessage, { limitBytes, hint, start }: ReadBoundedOptions): Promise<Buffer[]> {
   if (req.readableEnded) {
     // Someone (a body-parser, an earlier call) already consumed the stream;
     // waiting for 'end' would hang the request forever.
@@ -56,8 +65,12 @@ function readBoundedChunks(req: IncomingMessage, { limitBytes, hint }: ReadJsonB
   return new Promise<Buffer[]>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
+    /** The start was looked at (or there is nothing to look at). */
+    let started = start === undefined;
+    let settled = false;
 
     const finish = (settle: () => void): void => {
+      settled = true;
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onAborted);
@@ -76,8 +89,35 @@ function readBoundedChunks(req: IncomingMessage, { limitBytes, hint }: ReadJsonB
         return;
       }
       chunks.push(bytes);
+      if (!started && received >= start!.bytes) checkStart();
     };
-    const onEnd = (): void => finish(() => resolve(chunks));
+    // The start's check, once: the stream waits (paused) for it; a refusal ends the read.
+    const checkStart = (then?: () => void): void => {
+      started = true;
+      req.pause();
+      start!.check(Buffer.concat(chunks)).then(
+        () => {
+          if (settled) return;
+          if (then) then();
+          else req.resume();
+        },
+        (err: unknown) => {
+          if (settled) return;
+          chunks.length = 0;
+          finish(() => reject(err));
+          if (!req.readableEnded) stopReading(req);
+        },
+      );
+    };
+    const onEnd = (): void => {
+      if (started) {
+        finish(() => resolve(chunks));
+        return;
+      }
+      // The whole body is in: the request closing while its start is checked is not an abort.
+      req.off('close', onAborted);
+      checkStart(() => finish(() => resolve(chunks)));
+    };
     // The client went away mid-body: what arrived is not a JSON document. Nobody is
     // left to read the answer, but the handler must still settle.
     const onAborted = (): void => finish(() => reject(new HttpError(400, Messages.invalidJson)));

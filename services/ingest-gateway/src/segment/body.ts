@@ -15,10 +15,15 @@ const LIMIT = Limits.batchBodyBytes;
  * decompressed; the 1 MiB limit holds for the bytes sent and again for the
  * bytes they decompress to, so a small bomb cannot make a large body.
  */
-export async function readSegmentBody(req: IncomingMessage): Promise<unknown> {
+export async function readSegmentBody(req: IncomingMessage, options: { keyAtStart?: (key: string) => Promise<void> } = {}): Promise<unknown> {
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity' && encoding !== 'gzip') throw new HttpError(400, Messages.unsupportedContentEncoding);
-  const sent = await readBounded(req, { limitBytes: LIMIT, hint: BodyLimitHints.batch });
+  const { keyAtStart } = options;
+  // A key the body names first (as the browser library's beacon sends it) is
+  // checked from the body's first bytes, before the rest is read; elsewhere in
+  // the body, or in a gzip body, it is found once the whole body is read.
+  const start = keyAtStart && encoding === 'identity' ? { bytes: KEY_START_BYTES, check: async (head: Buffer) => keyNamedFirst(head, keyAtStart) } : undefined;
+  const sent = await readBounded(req, { limitBytes: LIMIT, hint: BodyLimitHints.batch, ...(start ? { start } : {}) });
   return parseJson(encoding === 'gzip' ? await decompress(sent) : sent);
 }
 
@@ -29,4 +34,13 @@ async function decompress(sent: Buffer): Promise<Buffer> {
     if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw payloadTooLarge(LIMIT, BodyLimitHints.batch);
     throw new HttpError(400, Messages.invalidGzipBody);
   }
+}
+
+/** How much of a body is looked at for a key named first: `{"writeKey":"<key>"` fits well within it. */
+const KEY_START_BYTES = 1024;
+const KEY_FIRST = /^\s*\{\s*"writeKey"\s*:\s*"([^"\\]{1,200})"/;
+
+async function keyNamedFirst(head: Buffer, check: (key: string) => Promise<void>): Promise<void> {
+  const key = KEY_FIRST.exec(head.subarray(0, KEY_START_BYTES).toString('utf8'))?.[1];
+  if (key !== undefined) await check(key);
 }

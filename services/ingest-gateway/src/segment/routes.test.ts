@@ -1,6 +1,7 @@
+import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { ErrorCodes, Messages, Topics, type RawEventEnvelope } from '@svc/contracts';
+import { ErrorCodes, Limits, Messages, Topics, type RawEventEnvelope } from '@svc/contracts';
 import type { OutgoingMessage, ProduceResult } from '@svc/bus';
 import { FailedAuthThrottle, InProcessRateLimiter, createApp, createLogger, createMetrics, startHttpServer, type RateLimitRule, type RunningHttpServer, type VerifiedKey } from '@svc/runtime';
 import { verifiedKey } from '@svc/testkit';
@@ -70,6 +71,45 @@ async function post(path: string, body: string | Buffer, headers: Record<string,
   return { status: res.status, body: (await res.json()) as Record<string, unknown>, headers: res.headers };
 }
 const json = (value: unknown) => JSON.stringify(value);
+
+/** Posts a body announced as `announced` bytes of which only `sent` go out: an answer can only come from its start. */
+function postStart(path: string, sent: string, announced: number): Promise<{ status: number; body: Record<string, unknown> }> {
+  const { hostname, port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: hostname, port, method: 'POST', path: `/functions/v1/segment/v1/${path}`, headers: { 'content-type': 'text/plain', 'content-length': announced } }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }));
+    });
+    req.on('error', reject);
+    req.write(sent);
+    setTimeout(() => reject(new Error('no answer within 5 s: the rest of the body was waited for')), 5_000).unref();
+  });
+}
+
+describe('a key the body names first (the browser library\'s beacon)', () => {
+  const start = (key: string) => `{"writeKey":"${key}","batch":[${json(track())},${' '.repeat(4096)}`;
+
+  it('is checked from the first bytes: an unknown one is refused before the rest of a 1 MiB body arrives', async () => {
+    expect(await postStart('batch', start(`uk_live_${'u'.repeat(40)}`), Limits.batchBodyBytes)).toMatchObject({ status: 401, body: { error: Messages.invalidApiKey } });
+    expect(await postStart('batch', start(READ), Limits.batchBodyBytes)).toMatchObject({ status: 403 });
+    expect(produced).toEqual([]);
+  });
+
+  it.each([
+    ['shorter than the part looked at', ''],
+    ['longer: checked first, then the rest read', ' '.repeat(64 * 1024)],
+  ])('a known one, in a body %s: the batch is stored', async (_name, padding) => {
+    const res = await post('batch', `{"writeKey":"${WRITE}","batch":[${json(track())}${padding}]}`, { 'Content-Type': 'text/plain' });
+    expect(res).toMatchObject({ status: 200, body: { success: true, processed: 1 } });
+  });
+
+  it('a body naming writeKey twice is refused unless both name the checked key (JSON keeps the last)', async () => {
+    const res = await post('batch', `{"writeKey":"${WRITE}","batch":[${json(track())}],"writeKey":"uk_live_${'o'.repeat(40)}"}`, { 'Content-Type': 'text/plain' });
+    expect(res).toMatchObject({ status: 401, body: { error: Messages.invalidApiKey } });
+    expect(produced).toEqual([]);
+  });
+});
 
 describe('Segment-compatible routes', () => {
   it.each(['track', 'identify', 'page', 'screen', 'alias', 'group'])('/v1/%s takes one event and stores it with the route’s type', async (type) => {

@@ -46,8 +46,24 @@ export function mountSegmentRoutes(router: Router, deps: GatewayDeps): void {
       // No key before the body: an address past its failed keys is refused before a byte of it is read or inflated.
       const refusal = byHeader ? undefined : deps.failedAuth.refusal(ip);
       if (refusal) throw refusal;
-      const body = byHeader ? await refusingUnconfirmedKeyFirst(byHeader, () => readSegmentBody(req)) : await readSegmentBody(req);
-      const admission = byHeader ?? (await admit(keyFrom(() => writeKeyFromBody(body))));
+      // A key the body names first is checked from its first bytes: a wrong one is refused before the rest is read.
+      let first: { key: string; admission: Admission } | undefined;
+      const keyAtStart = async (key: string) => {
+        first = { key, admission: await admit(key) };
+      };
+      const body = byHeader
+        ? await refusingUnconfirmedKeyFirst(byHeader, () => readSegmentBody(req))
+        : await readSegmentBody(req, { keyAtStart }).catch(async (err: unknown) => {
+            if (first?.admission.key.unconfirmed) await first.admission.reauthenticate();
+            throw err;
+          });
+      const bodyKey = byHeader ? undefined : keyFrom(() => writeKeyFromBody(body));
+      // JSON takes the last of repeated members: the key that was checked must be the one the body names.
+      if (first && bodyKey !== first.key) {
+        deps.failedAuth.failed(ip);
+        throw new HttpError(401, Messages.invalidApiKey);
+      }
+      const admission = byHeader ?? first?.admission ?? (await admit(bodyKey!));
       const { messages, type } = await refusingUnconfirmedKeyFirst(admission, async () => messagesOf(body));
       const receivedAt = now();
       const envelope = body as SegmentEnvelope;
