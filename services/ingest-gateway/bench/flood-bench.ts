@@ -1,25 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { busMigrations } from '@svc/bus';
-import {
-  AccountsStore,
-  accountsMigrations,
-  createDb,
-  env,
-  freePort,
-  loadConfigOrExit,
-  rateLimitMigrations,
-  runMigrations,
-  SERVICE_NODE_FLAGS,
-  startEmbeddedPostgres,
-} from '@svc/runtime';
+import { env, freePort, loadConfigOrExit, SERVICE_NODE_FLAGS } from '@svc/runtime';
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { cpuSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
+import { startBenchDatabase } from './bench-database';
 import { batchBody, runLoad, type LoadResult } from './load';
 
 /**
@@ -75,33 +63,21 @@ interface Step {
 }
 
 async function main(): Promise<void> {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-flood-'));
-  const pg = await startEmbeddedPostgres({ dataDir });
-  const db = createDb({ url: pg.url, poolMax: 4, applicationName: 'bench' });
+  const database = await startBenchDatabase();
   const gateways: Record<'throttled' | 'open', { child: ChildProcess; url: string }> = {} as never;
   try {
-    await runMigrations(db, [accountsMigrations, rateLimitMigrations, busMigrations]);
     for (const [kind, perMinute] of [['throttled', '60'], ['open', '1000000000']] as const) {
       const port = await freePort();
       const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, GATEWAY_MAIN], {
-        env: { DATABASE_URL: pg.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: `flood${kind}${Date.now()}.`, UNAUTHENTICATED_PER_MINUTE: perMinute },
+        env: { DATABASE_URL: database.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: `flood${kind}${Date.now()}.`, UNAUTHENTICATED_PER_MINUTE: perMinute },
         stdio: ['ignore', 'inherit', 'inherit'],
       });
       gateways[kind] = { child, url: `http://127.0.0.1:${port}` };
       await waitReady(gateways[kind].url, child);
     }
-    const accounts = new AccountsStore(db);
     const runId = randomBytes(4).toString('hex');
     let label = 0;
-    const keys = async () => {
-      const made: string[] = [];
-      for (let i = 0; i < 12; i++) {
-        const org = await accounts.createOrganization({ name: `flood-${runId}-${label}-${i}` });
-        made.push((await accounts.createApiKey({ orgId: org.id, type: 'write' })).key);
-      }
-      label += 1;
-      return made;
-    };
+    const keys = () => database.writeKeys(`flood-${runId}-${label++}`, 12);
     const step = async (kind: Step['kind']): Promise<Step> => {
       // quiet steps load the shipped gateway; the flood goes where the step says.
       const target = kind === 'open' ? gateways.open : gateways.throttled;
@@ -139,9 +115,7 @@ async function main(): Promise<void> {
     console.log(section);
   } finally {
     await stopAll(Object.values(gateways).map((g) => g.child));
-    await db.destroy();
-    await pg.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await database.stop();
   }
 }
 

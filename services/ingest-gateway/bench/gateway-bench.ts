@@ -1,25 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { busMigrations } from '@svc/bus';
 import {
-  AccountsStore,
-  accountsMigrations,
-  createDb,
   env,
   freePort,
   loadConfigOrExit,
-  rateLimitMigrations,
-  runMigrations,
   SERVICE_NODE_FLAGS,
-  startEmbeddedPostgres,
-  type Db,
 } from '@svc/runtime';
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { cpuSeconds, machineSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
+import { startBenchDatabase, type BenchDatabase } from './bench-database';
 import { batchBody, runLoad, type LoadOptions, type LoadResult } from './load';
 
 /**
@@ -72,11 +64,8 @@ const GATEWAY_MAIN = knobs.BENCH_GATEWAY_MAIN ?? path.resolve(__dirname, '../../
 const WATCH_PIDS = knobs.BENCH_WATCH_PIDS.map(Number);
 
 async function main(): Promise<void> {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-gw-'));
-  const pg = await startEmbeddedPostgres({ dataDir });
-  const db = createDb({ url: pg.url, poolMax: 4, applicationName: 'bench' });
+  const database = await startBenchDatabase();
   try {
-    await runMigrations(db, [accountsMigrations, rateLimitMigrations, busMigrations]);
     const tiers: Array<{ name: string; env: Record<string, string> }> = [];
     if (knobs.BENCH_TIERS.includes('postgres')) tiers.push({ name: 'Postgres-backed log', env: {} });
     const { KAFKA_BROKERS, SCHEMA_REGISTRY_URL } = knobs;
@@ -87,7 +76,7 @@ async function main(): Promise<void> {
     const sections: string[] = [];
     for (const tier of tiers) {
       for (const replicas of REPLICAS) {
-        const { ours, peer } = await benchTier(db, pg.url, tier.env, replicas);
+        const { ours, peer } = await benchTier(database, tier.env, replicas);
         const name = `${tier.name}, ${replicas === 1 ? 'one gateway process' : `${replicas} gateway replicas`}`;
         sections.push(table(name, ours));
         if (peer.length > 0) sections.push(peerTable(name, ours, peer));
@@ -97,9 +86,7 @@ async function main(): Promise<void> {
     if (knobs.BENCH_WRITE_DOC) await writeDocSection('benchmarks.md', 'gateway-bench', stamp + sections.join('\n'));
     console.log(sections.join('\n'));
   } finally {
-    await db.destroy();
-    await pg.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await database.stop();
   }
 }
 
@@ -119,7 +106,7 @@ interface StepResult extends LoadResult {
   stolenCores: number;
 }
 
-async function benchTier(db: Db, databaseUrl: string, env: Record<string, string>, replicas: number): Promise<{ ours: StepResult[]; peer: StepResult[] }> {
+async function benchTier(database: BenchDatabase, env: Record<string, string>, replicas: number): Promise<{ ours: StepResult[]; peer: StepResult[] }> {
   const nodeArgs = knobs.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${knobs.BENCH_CPU_PROF}`] : [];
   nodeArgs.push(...knobs.BENCH_GATEWAY_NODE_ARGS.split(' ').filter(Boolean));
   const topicPrefix = `bench${Date.now()}.`;
@@ -128,14 +115,13 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
     const port = await freePort();
     const child = spawn(process.execPath, [...nodeArgs, GATEWAY_MAIN], {
       // Only what it is given: the bench's own environment is its knobs, not the gateway's.
-      env: { ...env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: topicPrefix },
+      env: { ...env, DATABASE_URL: database.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: topicPrefix },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     gateways.push({ child, port });
   }
   try {
     for (const g of gateways) await waitReady(`http://127.0.0.1:${g.port}`, g.child);
-    const accounts = new AccountsStore(db);
     const runId = randomBytes(4).toString('hex');
     /** Who a step loads: our gateway replicas, or the peer (its own auth; it answers a whole batch with `ok`). */
     interface Target {
@@ -148,14 +134,7 @@ async function benchTier(db: Db, databaseUrl: string, env: Record<string, string
     const ours: Target = {
       name: 'ours',
       urls: gateways.map((g) => `http://127.0.0.1:${g.port}/functions/v1/v1-batch`),
-      keys: async (label) => {
-        const keys: string[] = [];
-        for (let i = 0; i < ORGS_PER_STEP; i++) {
-          const org = await accounts.createOrganization({ name: `bench-${runId}-${label}-${i}` });
-          keys.push((await accounts.createApiKey({ orgId: org.id, type: 'write' })).key);
-        }
-        return keys;
-      },
+      keys: (label) => database.writeKeys(`bench-${runId}-${label}`, ORGS_PER_STEP),
       cpuSeconds: () => gateways.reduce((sum, g) => sum + cpuSeconds(g.child.pid), 0),
     };
     const peerUrl = knobs.BENCH_PEER_URL;

@@ -25,18 +25,18 @@ const SVCCTL = '@svc/svcctl/dist/main.js';
 async function main(argv: string[]): Promise<number | undefined> {
   const [command = '', ...args] = argv;
   if (SERVICES.includes(command)) {
-    await (await import('./run-service.js')).runService(command, `@svc/${command}/dist/main.js`);
+    await (await import('./run-service.js')).runService(command, `@svc/${command}/dist/main.js`, process.env);
     return undefined;
   }
   switch (command) {
     case 'migrate':
-      return (await import('./migrate.js')).migrateCommand();
+      return (await import('./migrate.js')).migrateCommand(process.env);
     case 'topics':
-      return (await import('./topics.js')).topicsCommand();
+      return (await import('./topics.js')).topicsCommand(process.env);
     case 'healthcheck':
-      return (await import('./healthcheck.js')).healthcheckCommand();
+      return (await import('./healthcheck.js')).healthcheckCommand(process.env);
     case 'smoke-test':
-      return (await import('./smoke-test.js')).smokeTestCommand();
+      return (await import('./smoke-test.js')).smokeTestCommand(process.env);
     case 'svcctl':
       // svcctl reads its words from process.argv, as when it runs on its own.
       process.argv = [process.argv[0] ?? 'node', SVCCTL, ...args];

@@ -7,9 +7,9 @@ import https from 'node:https';
  * It reads PORT and TLS_CERT_FILE itself rather than through @svc/runtime's
  * config, which would load the whole runtime on every probe.
  */
-export async function healthcheckCommand(): Promise<number> {
-  const port = Number(process.env.PORT || 8080);
-  return (await readyzAnswers200(port, Boolean(process.env.TLS_CERT_FILE))) ? 0 : 1;
+export async function healthcheckCommand(environment: Record<string, string | undefined>): Promise<number> {
+  const port = Number(environment.PORT || 8080);
+  return (await readyzAnswers200(port, Boolean(environment.TLS_CERT_FILE))) ? 0 : 1;
 }
 
 /**

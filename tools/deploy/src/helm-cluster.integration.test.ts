@@ -17,7 +17,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
@@ -25,6 +24,7 @@ import { buildOpenApiDocument, documentedApiRequests } from '@svc/openapi';
 import { AccountsStore, createDb, freePort, type Db } from '@svc/runtime';
 import { startLoad, unacknowledgedAnswers, type LoadResult } from '@svc/testkit';
 import { Agent, fetch as undiciFetch } from 'undici';
+import { edgeClient } from './smoke-test';
 import { ROOT, buildImages, deployTools, describeWhenPresent, missingPrograms, run, runOk, type DeployTools } from './test-support/deployment';
 
 const KUBE_SH = path.join(ROOT, 'infra/local/kube.sh');
@@ -54,32 +54,9 @@ describeWhenPresent('the Helm chart on a real Kubernetes cluster', missingProgra
   const helm = (args: string[], timeoutMs = 15 * 60_000) => runOk(tools.helm, ['--kubeconfig', path.join(dir, 'cluster/kubeconfig'), '-n', NAMESPACE, ...args], { timeoutMs });
   const json = async <T>(args: string[]): Promise<T> => JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
 
-  /** A request to the Ingress as a client makes it: https://svc.test, trusting only the test's CA. */
-  function ingress(method: string, urlPath: string, key: string, body?: unknown): Promise<{ status: number; text: string }> {
-    return new Promise((resolve, reject) => {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const req = https.request(
-        {
-          host: INGRESS.address,
-          port: INGRESS.port,
-          servername: INGRESS.host,
-          ca: edgeCa,
-          method,
-          path: urlPath,
-          headers: { host: INGRESS.host, authorization: `Bearer ${key}`, ...(payload ? { 'content-type': 'application/json' } : {}) },
-          timeout: 30_000,
-        },
-        (res) => {
-          let text = '';
-          res.on('data', (d: Buffer) => (text += d.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('timed out')));
-      req.on('error', reject);
-      req.end(payload);
-    });
-  }
+  /** A request to the Ingress as a client makes it: https://svc.test/functions/v1, trusting only the test's CA (the smoke test's client). */
+  const ingress = (method: string, route: string, key: string, body?: unknown) =>
+    edgeClient(`https://${INGRESS.host}/functions/v1`, `${INGRESS.address}:${INGRESS.port}`, edgeCa)(method, route, key, body);
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'svc-helm-'));
@@ -132,16 +109,16 @@ describeWhenPresent('the Helm chart on a real Kubernetes cluster', missingProgra
   it('every operation of the OpenAPI document answers through the Ingress: none is a 404', async () => {
     const answers: string[] = [];
     for (const r of documentedApiRequests(buildOpenApiDocument())) {
-      const { status } = await ingress(r.method, r.path, 'uk_live_not_a_key', r.method === 'GET' ? undefined : {});
+      const { status } = await ingress(r.method, r.path.slice('/functions/v1'.length), 'uk_live_not_a_key', r.method === 'GET' ? undefined : {});
       answers.push(`${r.method} ${r.documented} ${status}`);
     }
     expect(answers.filter((a) => a.endsWith(' 404'))).toEqual([]);
     expect(answers.filter((a) => a.includes('/segment/'))).toHaveLength(7);
-    expect(await ingress('GET', '/functions/v1/openapi.json', '')).toMatchObject({ status: 200 });
+    expect(await ingress('GET', '/openapi.json', '')).toMatchObject({ status: 200 });
     // An unknown route reaches the gateway, which answers with the API's JSON 404.
-    const unknown = await ingress('GET', '/functions/v1/no-such-route', '');
+    const unknown = await ingress('GET', '/no-such-route', '');
     expect(unknown.status).toBe(404);
-    expect(JSON.parse(unknown.text)).toMatchObject({ success: false });
+    expect(unknown.body).toMatchObject({ success: false });
   });
 
   it('`helm upgrade` to a build with one more migration, under steady load: 0 acknowledged events lost, no 5xx, pods replaced one at a time', async () => {

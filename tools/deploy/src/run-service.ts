@@ -1,7 +1,7 @@
 import { constants } from 'node:os';
 import { checkDatabase, ConnectionCheckError, createLogger, databaseConnection, loadConfigOrExit } from '@svc/runtime';
 import { allMigrations } from '@svc/standalone';
-import { jobConfigSpec as configSpec } from './job-config';
+import { jobConfigSpec as configSpec, type Environment } from './job-config';
 import { waitForSchema } from './schema-wait';
 
 /**
@@ -11,9 +11,9 @@ import { waitForSchema } from './schema-wait';
  * into this process, which reads its own configuration and installs its own
  * shutdown.
  */
-export async function runService(name: string, main: string): Promise<void> {
+export async function runService(name: string, main: string, environment: Environment): Promise<void> {
   exitOnSignalUntilHandled();
-  const config = loadConfigOrExit(configSpec, process.env);
+  const config = loadConfigOrExit(configSpec, environment);
   try {
     const connection = databaseConnection(config.DATABASE_URL, config);
     // A wrong setting stops here with one line; a database that answers but is not migrated yet is waited for.

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import { randomUUID } from 'node:crypto';
-import { AccountsStore, checkDatabase, createDb, createLogger, databaseConnection, env, loadConfigOrExit } from '@svc/runtime';
-import { jobConfigSpec } from './job-config';
+import { AccountsStore, env, loadConfigOrExit } from '@svc/runtime';
+import { jobConfigSpec, openJobDatabase, type Environment } from './job-config';
 
 /** The Helm chart's test pod reads these (templates/tests/smoke-test.yaml). */
 const configSpec = {
@@ -27,12 +27,9 @@ interface Answer {
  * revokes both keys whatever happened. Exit 0 when every step answered as the
  * interface says; 1 with the step that did not.
  */
-export async function smokeTestCommand(): Promise<number> {
-  const config = loadConfigOrExit(configSpec, process.env);
-  const logger = createLogger({ name: 'smoke-test', level: config.LOG_LEVEL });
-  const connection = databaseConnection(config.DATABASE_URL, config);
-  await checkDatabase(connection, config.STARTUP_CONNECT_TIMEOUT_SECONDS * 1_000);
-  const db = createDb({ ...connection, poolMax: 1, applicationName: 'svc-smoke-test' });
+export async function smokeTestCommand(environment: Environment): Promise<number> {
+  const config = loadConfigOrExit(configSpec, environment);
+  const { logger, db } = await openJobDatabase(config, 'smoke-test', 1);
   const accounts = new AccountsStore(db);
   const keyIds: string[] = [];
   try {
@@ -77,8 +74,8 @@ function expectAnswer(step: string, answer: Answer, status: number, holds: (body
   }
 }
 
-/** Requests to `baseUrl` over https, connecting to `connectTo` when given while naming the base URL's host. */
-function edgeClient(baseUrl: string, connectTo: string | undefined, ca: string | undefined) {
+/** Requests to `baseUrl` over https, connecting to `connectTo` when given while naming the base URL's host (the cluster test calls its Ingress with it too). */
+export function edgeClient(baseUrl: string, connectTo: string | undefined, ca: string | undefined) {
   const base = new URL(baseUrl);
   if (base.protocol !== 'https:') throw new Error(`SMOKE_BASE_URL must be https:// (the edge terminates TLS): ${baseUrl}`);
   const [connectHost, connectPort] = connectTo ? splitHostPort(connectTo) : [base.hostname, base.port];

@@ -1,13 +1,13 @@
 import { BusUnavailableError, busConfigSpec, checkBus, createBus, prefixedTopics, type BusConfig } from '@svc/bus';
 import { checkDatabase, createDb, createLogger, databaseConnection, loadConfigOrExit, type DatabaseTlsConfig, type Logger } from '@svc/runtime';
-import { jobConfigSpec } from './job-config';
+import { jobConfigSpec, type Environment } from './job-config';
 
 /** The jobs' settings and the log's (the Postgres-backed log keeps its partitions in the database). */
 const configSpec = { ...jobConfigSpec, ...busConfigSpec };
 
 /** The `topics` job: creates the deployment's topics, then exits 0. */
-export async function topicsCommand(): Promise<number> {
-  const config = loadConfigOrExit(configSpec, process.env);
+export async function topicsCommand(environment: Environment): Promise<number> {
+  const config = loadConfigOrExit(configSpec, environment);
   const logger = createLogger({ name: 'topics', level: config.LOG_LEVEL });
   const timeoutMs = config.STARTUP_CONNECT_TIMEOUT_SECONDS * 1_000;
   await Promise.all([checkDatabase(databaseConnection(config.DATABASE_URL, config), timeoutMs), checkBus(config, timeoutMs)]);
