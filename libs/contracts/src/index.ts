@@ -15,7 +15,10 @@ export { canonicalTimestamp } from './timestamps';
 export { toStorable } from './storable';
 export {
   deadLetterTopicName,
+  RawEventContentSchema,
   RawEventEnvelopeSchema,
+  RawEventSealedSchema,
+  RawLogMessageSchema,
   Topics,
   ERASABLE_IDENTIFIER_TYPES,
   type ConsentDecisionEvent,
@@ -24,7 +27,10 @@ export {
   type ErasureRequest,
   type ProfileErased,
   type ProfileChange,
+  type RawEventContent,
   type RawEventEnvelope,
+  type RawEventSealed,
+  type RawLogMessage,
   type ResolvedEvent,
   type TopicSpec,
 } from './topics';

@@ -24,6 +24,19 @@ describe('topic payload schemas', () => {
     };
     expect(validatorFor(Topics.eventsRaw.schema)(envelope)).toBe(true);
     expect(firstSchemaError(Topics.eventsRaw.schema, { ...envelope, orgId: 'x' })).toMatch(/^\/orgId /);
+    expect(firstSchemaError(Topics.eventsRaw.schema, { ...envelope, clientIp: undefined })).toMatch(/clientIp/);
+  });
+
+  it('accepts a sealed raw event, and holds each form to its own fields', () => {
+    const sealed = { v: 2, orgId, receivedAt: '2026-11-20T10:00:00.000Z', requestId: 'r-1', keyId: '0b0e9f36-8f53-4b7a-9d2c-5e1f0a7b6c3d', sealed: 'AQID' };
+    const check = (value: unknown) => firstSchemaError(Topics.eventsRaw.schema, value);
+    expect(check(sealed)).toBeUndefined();
+    expect(check({ ...sealed, keyId: 'k' })).toMatch(/^\/keyId /);
+    expect(check({ ...sealed, sealed: 7 })).toMatch(/^\/sealed /);
+    // A sealed message carries nothing in clear beside its facts.
+    expect(check({ ...sealed, clientIp: '127.0.0.1' })).toBe('/ must NOT have additional properties');
+    expect(check({ ...sealed, v: 3 })).toBeDefined();
+    expect(check({ ...sealed, orgId: undefined })).toMatch(/orgId/);
   });
 
   it('names dead-letter topics after their source', () => {

@@ -11,27 +11,78 @@ const Timestamp = Type.String({ format: 'date-time' });
 const Uuid = Type.String({ format: 'uuid' });
 const FreeObject = Type.Record(Type.String(), Type.Unknown());
 
-/** events.raw: what the gateway accepted, exactly once per accepted event. */
-export const RawEventEnvelopeSchema = Type.Object(
-  {
-    /** Payload schema version. */
-    v: Type.Literal(1),
-    /** Organisation that owns the event. */
-    orgId: Uuid,
-    /** When the gateway received the request. */
-    receivedAt: Timestamp,
-    /** The request's X-Request-ID. */
-    requestId: Type.String(),
-    /** The client's IP address as the gateway saw it. */
-    clientIp: Type.String(),
-    /** The client's timestamp as sent, when the gateway clamped a future one. */
-    originalTimestamp: Type.Optional(Type.String()),
-    /** The validated event, context already screened (ip_address added, fingerprint consent applied). */
-    event: InboundEventSchema,
-  },
-  { $id: 'events.raw/v1', additionalProperties: false },
-);
+/**
+ * What a raw event holds that can identify a person: everything but the
+ * routing facts. The gateway seals it (RawEventSealedSchema); the resolver
+ * opens it into the RawEventEnvelope it works on.
+ */
+const rawEventContent = {
+  /** The client's IP address as the gateway saw it. */
+  clientIp: Type.String(),
+  /** The client's timestamp as sent, when the gateway clamped a future one. */
+  originalTimestamp: Type.Optional(Type.String()),
+  /** The validated event, context already screened (ip_address added, fingerprint consent applied). */
+  event: InboundEventSchema,
+};
+export const RawEventContentSchema = Type.Object(rawEventContent, { additionalProperties: false });
+export type RawEventContent = Static<typeof RawEventContentSchema>;
+
+/** The facts a raw event keeps in clear: which organisation, when, which request. */
+const rawEventFacts = {
+  /** Organisation that owns the event. */
+  orgId: Uuid,
+  /** When the gateway received the request. */
+  receivedAt: Timestamp,
+  /** The request's X-Request-ID. */
+  requestId: Type.String(),
+};
+
+/**
+ * A raw event in clear: what the resolver works on once it opened one, and
+ * how events.raw held events before they were sealed (v 1; still read).
+ */
+export const RawEventEnvelopeSchema = Type.Object({ v: Type.Literal(1), ...rawEventFacts, ...rawEventContent }, { additionalProperties: false });
 export type RawEventEnvelope = Static<typeof RawEventEnvelopeSchema>;
+
+/**
+ * A raw event as the gateway writes it (v 2): the content sealed with
+ * AES-256-GCM under the data key of the event's anonymous id (crypto-
+ * shredding: an erasure deletes the key, and every copy stops opening).
+ */
+export const RawEventSealedSchema = Type.Object(
+  {
+    v: Type.Literal(2),
+    ...rawEventFacts,
+    /** The data key that sealed `sealed` (privacy.subject_keys). */
+    keyId: Uuid,
+    /**
+     * base64 of the sealed RawEventContent JSON: version (1 byte), IV (12), tag (16), ciphertext; associated data orgId,
+     * keyId, receivedAt and requestId. No length rule: ajv counts a string's code points to check one, a microsecond per
+     * event here, and a blob too short to open fails the resolver's authenticated opening anyway.
+     */
+    sealed: Type.String({ contentEncoding: 'base64' }),
+  },
+  { additionalProperties: false },
+);
+export type RawEventSealed = Static<typeof RawEventSealedSchema>;
+
+/**
+ * events.raw: what the gateway accepted, exactly once per accepted event:
+ * sealed (v 2), or in clear as before sealing (v 1). The form follows `v`
+ * (if/then/else, not anyOf: an error names the field of the message's own
+ * form, and the schema registry takes it as a backward-compatible change of
+ * the clear one: schema-history.integration.test.ts in libs/bus).
+ */
+export type RawLogMessage = RawEventSealed | RawEventEnvelope;
+export const RawLogMessageSchema = Type.Unsafe<RawLogMessage>({
+  $id: 'events.raw/v1',
+  type: 'object',
+  properties: { v: Type.Number(), ...rawEventFacts },
+  required: ['v', 'orgId', 'receivedAt', 'requestId'],
+  if: { properties: { v: { const: 2 } }, required: ['v'] },
+  then: RawEventSealedSchema,
+  else: RawEventEnvelopeSchema,
+});
 
 /** events.resolved: the stored event with the profile it resolved to. */
 export const ResolvedEventSchema = Type.Object(
@@ -188,7 +239,7 @@ export interface TopicSpec<S extends TSchema = TSchema> {
 
 /** Every topic the services use, with its payload schema and partition count. */
 export const Topics = {
-  eventsRaw: { name: 'events.raw', partitions: 8, schema: RawEventEnvelopeSchema, retainForever: true },
+  eventsRaw: { name: 'events.raw', partitions: 8, schema: RawLogMessageSchema, retainForever: true },
   eventsResolved: { name: 'events.resolved', partitions: 8, schema: ResolvedEventSchema },
   profilesChanges: { name: 'profiles.changes', partitions: 4, schema: ProfileChangeSchema },
   conversionsCandidates: {

@@ -1,4 +1,5 @@
 import { UnavailableError, isDatabaseUnavailable, isStatementMismatch, type Db } from '@svc/runtime';
+import { RawLogKeyError } from './privacy/subject-keys';
 
 /**
  * Which failures are worth trying again, and how. Three kinds:
@@ -37,6 +38,8 @@ export function classifyFailure(err: unknown, depth = 0): FailureKind {
   if (typeof err !== 'object' || err === null || depth > 4) return 'data';
   if (err instanceof ConcurrentWriteError) return 'conflict';
   if (err instanceof RetriesExhaustedError) return 'unavailable';
+  // The raw log's keys cannot be unwrapped (no master key for them): the deployment's fault, never an event's.
+  if (err instanceof RawLogKeyError) return 'unavailable';
   const { code, name, cause } = err as { code?: unknown; name?: unknown; cause?: unknown };
   if (typeof code === 'string' && CONFLICT_CODES.has(code)) return 'conflict';
   // The database's unavailability is runtime's one answer (the Postgres-backed log asks it too); the log's is the bus's.

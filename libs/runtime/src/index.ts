@@ -56,4 +56,6 @@ export { FailedAuthThrottle, failedAuthThrottle, type FailedAuthThrottleOptions 
 export { InProcessRateLimiter, PostgresRateLimiter, type RateLimiter, type RateLimitRule, type RateLimitVerdict } from './rate-limit/rate-limiter';
 export { rateLimitMigrations } from './rate-limit/migrations';
 export { httpServiceConfigSpec } from './config/common';
+export { SealedBlobError, openBytes, pooledRandomBytes, sealBytes } from './crypto/aead';
+export { SecretKeyError, generateSecretKey, parseSecretKey, secretKeyFromDataDir } from './crypto/secret-key';
 export { admit, perIpRateLimited, perOrgIpRule, rateLimitHeaders, type AdmissionDeps } from './rate-limit/http';

@@ -1,6 +1,6 @@
 export { missingReason } from './infra-state';
 export { createTestDatabase, describeWithPostgres, type TestDatabase } from './postgres';
-export { describeWithKafka, kafkaEndpoints, kafkaEnv } from './kafka';
+export { describeWithKafka, kafkaEndpoints, kafkaEnv, readRawKafkaTopic } from './kafka';
 export { runNode, waitReady, type NodeRun } from './processes';
 export { testLogger } from './logger';
 export { batch, batchEntry, hostileString, hostileValue, mutatedEvent, nestedValue, validEvent, wideObject } from './arbitraries';

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe } from '@jest/globals';
+import { Kafka, logLevel } from 'kafkajs';
 import { InfraEnv, missingReason } from './infra-state';
 
 /** `describe` when Kafka and the schema registry are available in this run, else a loudly skipped one. */
@@ -80,4 +82,29 @@ export function kafkaEndpoints(): {
     sasl: { mechanism: 'scram-sha-512', username: secured.username, password: read(secured.passwordFile) },
     registryAccess: { ca, username: secured.registryUsername, password: read(secured.registryPasswordFile) },
   };
+}
+
+/**
+ * Every message of a topic as stored bytes, read with plain kafkajs (none of
+ * the bus adapter's code): what anyone with access to the brokers, or a copy
+ * of their disks, would see. Resolves once `count` messages arrived.
+ */
+export async function readRawKafkaTopic(topic: string, count: number, timeoutMs = 15_000): Promise<Array<{ key: string; value: Buffer; partition: number }>> {
+  const { brokers, ssl, sasl } = kafkaEndpoints();
+  const kafka = new Kafka({ brokers, ...(ssl ? { ssl } : {}), ...(sasl ? { sasl } : {}), clientId: 'raw-reader', logLevel: logLevel.NOTHING });
+  const consumer = kafka.consumer({ groupId: `raw-${randomBytes(4).toString('hex')}`, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topics: [topic], fromBeginning: true });
+    const got: Array<{ key: string; value: Buffer; partition: number }> = [];
+    await consumer.run({ eachMessage: async ({ message, partition }) => void got.push({ key: String(message.key), value: message.value ?? Buffer.alloc(0), partition }) });
+    const deadline = Date.now() + timeoutMs;
+    while (got.length < count) {
+      if (Date.now() > deadline) throw new Error(`${topic}: ${got.length} of ${count} messages within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return got;
+  } finally {
+    await consumer.disconnect();
+  }
 }

@@ -3,7 +3,8 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from '@jest/globals';
-import { SecretKeyError, generateSecretKey, keyFromDataDir, open, parseSecretKey, seal } from './secrets';
+import { generateSecretKey } from '@svc/runtime';
+import { SecretKeyError, keyFromDataDir, open, parseSecretKey, seal } from './secrets';
 
 describe('connector secrets at rest', () => {
   const key = randomBytes(32);

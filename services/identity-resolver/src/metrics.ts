@@ -5,7 +5,7 @@ export function resolverMetrics({ registry }: Metrics) {
   return {
     events: defineCounter(registry, {
       name: 'resolver_events_total',
-      help: 'Raw events handled, by outcome: stored (new), duplicate (already stored), dead_lettered',
+      help: 'Raw events handled, by outcome: stored (new), duplicate (already stored), erased (sealed under a key an erasure deleted), dead_lettered',
       labelNames: ['outcome'] as const,
     }),
     eventsSuppressed: defineCounter(registry, {

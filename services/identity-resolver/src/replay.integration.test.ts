@@ -1,8 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { readToEnd } from '@svc/bus';
-import type { RawEventEnvelope } from '@svc/contracts';
+import type { RawEventEnvelope, RawLogMessage } from '@svc/contracts';
 import { describeWithPostgres } from '@svc/testkit';
-import { adminMergeProfiles, setEngagementRules } from '@svc/identity';
+import { DataKeyReader, MasterKeyMissingError, MasterKeyRing, adminMergeProfiles, setEngagementRules } from '@svc/identity';
 import { replayProjections, type ReplayReport } from './replay';
 import { Harness, minutesAgo } from './test-support/harness';
 
@@ -38,7 +39,8 @@ describeWithPostgres('replaying the raw log into fresh projections', () => {
       db: h.db,
       logger: h.logger,
       label: 'test',
-      source: (consume) => readToEnd<RawEventEnvelope>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value)), { maxBatchSize: 37 }),
+      keys: h.keyReader(),
+      source: (consume) => readToEnd<RawLogMessage>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value)), { maxBatchSize: 37 }),
     });
   }, 120_000);
   afterAll(() => h.tearDown());
@@ -62,6 +64,20 @@ describeWithPostgres('replaying the raw log into fresh projections', () => {
   it('counts no usage twice and publishes nothing', async () => {
     expect(await h.db('accounts.monthly_usage').orderBy(['org_id', 'month'])).toEqual(usageBefore);
     expect(await h.count('select count(*) as n from identity.outbox', [])).toBe(0);
+  });
+
+  it('stops, changing nothing, when it cannot unwrap the log\'s keys (another master key): it never rebuilds without those events', async () => {
+    const profiles = await h.count('select count(*) as n from identity.profiles where org_id = ?', [org]);
+    const replay = replayProjections({
+      db: h.db,
+      logger: h.logger,
+      label: 'wrong_key',
+      keys: new DataKeyReader(h.db, new MasterKeyRing(randomBytes(32))),
+      source: (consume) => readToEnd<RawLogMessage>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value))),
+    });
+    await expect(replay).rejects.toThrow(MasterKeyMissingError);
+    expect(await h.count('select count(*) as n from identity.profiles where org_id = ?', [org])).toBe(profiles);
+    expect(await h.count(`select count(*) as n from pg_namespace where nspname = 'identity_before_replay_wrong_key'`, [])).toBe(0);
   });
 
   it('keeps the running resolver working, now on the new tables', async () => {

@@ -1,6 +1,6 @@
-import type { RawEventEnvelope } from '@svc/contracts';
+import type { RawEventEnvelope, RawLogMessage } from '@svc/contracts';
 import type { Db, Logger } from '@svc/runtime';
-import { excludeWriters, identityMigrations, mergeProfiles, resolveProfileId } from '@svc/identity';
+import { UnreadableRawEventError, excludeWriters, identityMigrations, mergeProfiles, openRawLog, resolveProfileId, type DataKeyReader } from '@svc/identity';
 import { processBatch, type BatchOptions } from './process-batch';
 
 /**
@@ -27,7 +27,9 @@ export interface ReplayOptions {
    * Feeds the whole raw log, in batches, in partition order, and resolves
    * once it has fed everything up to the log's end as of the call.
    */
-  source: (consume: (envelopes: readonly RawEventEnvelope[]) => Promise<void>) => Promise<void>;
+  source: (consume: (messages: readonly RawLogMessage[]) => Promise<void>) => Promise<void>;
+  /** The raw log's data keys: an event whose key an erasure deleted cannot come back. */
+  keys: Pick<DataKeyReader, 'read'>;
   logger: Logger;
   batch?: Omit<BatchOptions, 'replay'>;
   /** Suffix of the schema the old tables are kept in (default: the time). */
@@ -42,6 +44,8 @@ export interface ReplayReport {
   skipped: number;
   /** Events left out because they carry an erased person's identifier (privacy.suppressions). */
   suppressed: number;
+  /** Events left out because an erasure deleted the key that sealed them: they no longer open. */
+  erased: number;
   profiles: number;
   adminMerges: number;
 }
@@ -58,20 +62,44 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
     let events = 0;
     let skipped = 0;
     let suppressed = 0;
+    let erased = 0;
     const options: BatchOptions = { ...o.batch, replay: true };
-    await o.source(async (envelopes) => {
+    const leftOut = (err: unknown, messageId: string | undefined) => {
+      skipped++;
+      o.logger.warn({ err, messageId }, 'replay: event left out');
+    };
+    await o.source(async (messages) => {
+      events += messages.length;
+      let envelopes: RawEventEnvelope[] = [];
+      try {
+        const opened = await openRawLog(o.keys, messages);
+        erased += opened.erased;
+        envelopes = opened.events;
+      } catch (err) {
+        // A key that cannot be unwrapped (the master key missing) stops the replay: it must not rebuild without those events.
+        if (!(err instanceof UnreadableRawEventError)) throw err;
+        // One does not open with its own key (tampered, or not a raw event): open them one by one and leave that one out.
+        for (const m of messages) {
+          await openRawLog(o.keys, [m]).then(
+            (one) => ((erased += one.erased), envelopes.push(...one.events)),
+            (e: unknown) => {
+              if (!(e instanceof UnreadableRawEventError)) throw e;
+              leftOut(e, undefined);
+            },
+          );
+        }
+      }
       try {
         suppressed += (await trx.transaction((sp) => processBatch(sp, envelopes, options))).suppressed;
       } catch {
         // One event is bad: resolve them one by one and leave the bad ones out, as the live resolver did.
         for (const envelope of envelopes) {
-          await trx.transaction((sp) => processBatch(sp, [envelope], options)).then((r) => (suppressed += r.suppressed), (err: unknown) => {
-            skipped++;
-            o.logger.warn({ err, messageId: envelope.event.messageId }, 'replay: event left out');
-          });
+          await trx.transaction((sp) => processBatch(sp, [envelope], options)).then(
+            (r) => (suppressed += r.suppressed),
+            (err: unknown) => leftOut(err, envelope.event.messageId),
+          );
         }
       }
-      events += envelopes.length;
     });
 
     await trx.raw(
@@ -82,7 +110,7 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
     // Outputs describe new facts; a replay restates old ones, so nothing is published.
     await trx.raw('truncate identity.outbox');
     const { rows } = await trx.raw<{ rows: Array<{ n: string }> }>('select count(*) as n from identity.profiles where merged_into is null');
-    return { previousSchema, events, skipped, suppressed, profiles: Number(rows[0]!.n), adminMerges };
+    return { previousSchema, events, skipped, suppressed, erased, profiles: Number(rows[0]!.n), adminMerges };
   });
 }
 

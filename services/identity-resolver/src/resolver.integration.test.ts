@@ -1,10 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, deadLetterTopicFor, type IncomingMessage } from '@svc/bus';
-import type { RawEventEnvelope } from '@svc/contracts';
+import type { RawEventEnvelope, RawEventSealed } from '@svc/contracts';
 import { AccountsStore, DEGRADED } from '@svc/runtime';
 import { describeWithPostgres } from '@svc/testkit';
-import { resolveProfileId } from '@svc/identity';
+import { MasterKeyRing, resolveProfileId } from '@svc/identity';
 import { createResolverHandler } from './resolver';
 import { Harness, minutesAgo, type ProfileRow } from './test-support/harness';
 
@@ -216,7 +216,7 @@ describeWithPostgres('identity resolver on PostgreSQL and the Postgres-backed lo
       expect(before.usage).toBe(3);
 
       // Consumed again through the handler, exactly as the bus would redeliver it.
-      const handler = createResolverHandler({ db: h.db, bus: h.bus, topics: h.topics, logger: h.logger });
+      const handler = createResolverHandler({ db: h.db, bus: h.bus, topics: h.topics, logger: h.logger, keys: h.keyReader() });
       const redelivery = batch.map((value, i): IncomingMessage<RawEventEnvelope> => ({
         topic: h.topics.eventsRaw.name,
         partition: 0,
@@ -392,15 +392,39 @@ describeWithPostgres('identity resolver on PostgreSQL and the Postgres-backed lo
       const good2 = h.envelope(org, { type: 'page', anonymousId: 'p1', timestamp: minutesAgo(2) });
       await h.produce([good1, poison, good2]);
       await h.waitForStored(org, [good1.event.messageId, good2.event.messageId]);
-      await h.waitFor('the dead-lettered event', () => dlq.some((m) => (m.value as RawEventEnvelope).event.messageId === poison.event.messageId));
-      const parked = dlq.find((m) => (m.value as RawEventEnvelope).event.messageId === poison.event.messageId)!;
-      expect(parked.key).toBe(`${org}:p1`);
+      await h.waitFor('the dead-lettered event', async () => (await h.findEvent(dlq, poison.event.messageId)) !== undefined);
+      const parked = (await h.findEvent(dlq, poison.event.messageId))!;
+      // Parked as it was in the log: sealed, under its key.
+      expect(parked.key).toBe(`${org}:${(parked.value as RawEventSealed).keyId}`);
       expect(parked.headers[DLQ_REASON_HEADER]).toBe('identity-resolver: SQLSTATE 22008: date/time field value out of range: "0000-01-01T00:00:00.000Z"');
       expect(parked.headers[DLQ_SOURCE_HEADER]).toMatch(new RegExp(`^${h.topics.eventsRaw.name.replace(/\./g, '\\.')}/\\d+/\\d+$`));
       expect(await h.count('select count(*) as n from identity.events where org_id = ?', [org])).toBe(2);
       expect(await new AccountsStore(h.db).monthlyUsage(org, new Date())).toBe(2);
       await h.ingest([h.envelope(org, { type: 'page', anonymousId: 'p1', timestamp: minutesAgo(1) })]);
     });
+  });
+});
+
+describeWithPostgres('identity resolver without the master key of the log\'s keys', () => {
+  const h = new Harness();
+  afterAll(() => h.tearDown());
+
+  it('dead-letters nothing and takes nothing for erased: it retries until a resolver with the key stores the events', async () => {
+    await h.setUp();
+    const dlq = await h.collect(deadLetterTopicFor(h.topics.eventsRaw));
+    const wrong = await h.startResolver({ masterKeys: new MasterKeyRing(randomBytes(32)) });
+    const org = await h.org();
+    const events = [1, 2].map((n) => h.envelope(org, { type: 'page', anonymousId: `keyless-${n}`, timestamp: minutesAgo(n) }));
+    await h.produce(events);
+    await h.waitFor('a batch handed back as unavailable', async () => ((await wrong.metrics.batchFailures.get()).values.find((v) => v.labels.kind === 'unavailable')?.value ?? 0) > 0);
+    expect((await wrong.metrics.events.get()).values.find((v) => v.labels.outcome === 'erased')?.value ?? 0).toBe(0);
+    await wrong.stop();
+    expect(dlq).toEqual([]);
+    expect(await h.count('select count(*) as n from identity.events where org_id = ?', [org])).toBe(0);
+    // The same log under a resolver that holds the key: every event stored.
+    await h.startResolver();
+    await h.waitForStored(org, events.map((e) => e.event.messageId));
+    expect(dlq).toEqual([]);
   });
 });
 
@@ -463,7 +487,7 @@ describeWithPostgres('identity resolver: only an event proven bad is dead-letter
     // Valid for the schema, but no PostgreSQL timestamp: it can never be stored.
     const poison = h.envelope(org, { type: 'page', anonymousId: 'lone', timestamp: '0000-01-01T00:00:00Z' });
     await h.produce([poison]);
-    await h.waitFor('the dead-lettered event', () => dlq.some((m) => (m.value as RawEventEnvelope).event.messageId === poison.event.messageId));
+    await h.waitFor('the dead-lettered event', async () => (await h.findEvent(dlq, poison.event.messageId)) !== undefined);
     expect(resolver.stalls.stalled).toBe(0);
     // The probe left nothing behind.
     expect(await h.count('select count(*) as n from identity.events where org_id = ?', [org])).toBe(0);

@@ -8,9 +8,9 @@ import {
   type IncomingMessage,
   type MessageBatch,
 } from '@svc/bus';
-import type { RawEventEnvelope, ResolvedEvent, TopicSpec } from '@svc/contracts';
+import type { RawEventEnvelope, RawLogMessage, ResolvedEvent, TopicSpec } from '@svc/contracts';
 import { DEGRADED, type Db, type Logger } from '@svc/runtime';
-import { classifyFailure, inTransactionWithRetry, type FailureKind, type OutputTopics } from '@svc/identity';
+import { classifyFailure, inTransactionWithRetry, openRawLog, type DataKeyReader, type FailureKind, type OutputTopics } from '@svc/identity';
 import type { ResolverMetrics } from './metrics';
 import { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
 
@@ -22,6 +22,8 @@ export interface ResolverDeps {
   topics: ResolverTopics;
   logger: Logger;
   metrics?: ResolverMetrics;
+  /** The raw log's data keys, for opening sealed events. */
+  keys: Pick<DataKeyReader, 'read'>;
   batch?: BatchOptions;
   /** Events per transaction; a larger bus batch is split (default 200). Bounds the locks one transaction holds. */
   maxEventsPerTransaction?: number;
@@ -79,8 +81,8 @@ const keyOf = (m: IncomingMessage): string => `${m.topic}/${m.partition}/${m.off
 type Verdict =
   | { kind: 'stored' }
   | { kind: 'retry'; cause: unknown }
-  | { kind: 'dead-letter'; events: Array<[IncomingMessage<RawEventEnvelope>, unknown]> }
-  | { kind: 'unproven'; events: Array<[IncomingMessage<RawEventEnvelope>, unknown]> };
+  | { kind: 'dead-letter'; events: Array<[IncomingMessage<RawLogMessage>, unknown]> }
+  | { kind: 'unproven'; events: Array<[IncomingMessage<RawLogMessage>, unknown]> };
 
 /** Thrown to roll the probe's transaction back once it has passed. */
 const ROLLBACK = Symbol('rollback the probe');
@@ -116,15 +118,17 @@ export function deadLetterReason(err: unknown): string {
  *   delivers again after its back-off: a bug of the resolver's own costs
  *   time, counted and shown in readiness, never an event.
  */
-export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEventEnvelope> {
+export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawLogMessage> {
   const perTransaction = deps.maxEventsPerTransaction ?? 200;
   const poisonAttempts = deps.poisonAttempts ?? 3;
   const deadLetterTopic = deadLetterTopicFor(deps.topics.eventsRaw);
   const stalls = deps.stalls ?? new StallWatch();
 
-  const run = async (messages: ReadonlyArray<IncomingMessage<RawEventEnvelope>>): Promise<BatchOutcome> => {
+  const run = async (messages: ReadonlyArray<IncomingMessage<RawLogMessage>>): Promise<BatchOutcome> => {
     const started = process.hrtime.bigint();
-    const outcome = await inTransactionWithRetry(deps.db, (trx) => processBatch(trx, messages.map((m) => m.value), deps.batch), {
+    // Sealed events open with their subject's key; an event whose key an erasure deleted is left out.
+    const opened = await openRawLog(deps.keys, messages.map((m) => m.value));
+    const outcome = await inTransactionWithRetry(deps.db, (trx) => processBatch(trx, opened.events, deps.batch), {
       attempts: deps.transactionAttempts ?? 8,
       onRetry: (attempt, err) => {
         deps.metrics?.transactionRetries.inc();
@@ -141,6 +145,7 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
       m.batchSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
       m.events.inc({ outcome: 'stored' }, outcome.stored);
       m.events.inc({ outcome: 'duplicate' }, outcome.duplicates);
+      m.events.inc({ outcome: 'erased' }, opened.erased);
       m.eventsSuppressed.inc(outcome.suppressed);
       m.profilesCreated.inc(outcome.profilesCreated);
       for (const reason of outcome.merges) m.merges.inc({ reason });
@@ -148,7 +153,7 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
     return outcome;
   };
 
-  const deadLetter = async (m: IncomingMessage<RawEventEnvelope>, err: unknown): Promise<void> => {
+  const deadLetter = async (m: IncomingMessage<RawLogMessage>, err: unknown): Promise<void> => {
     const reason = deadLetterReason(err);
     const [result] = await deps.bus.produce(deadLetterTopic, [
       {
@@ -190,7 +195,7 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
   };
 
   /** Runs a transaction; a failure becomes what it means for the batch, not an exception to classify later. */
-  const attempt = async (messages: ReadonlyArray<IncomingMessage<RawEventEnvelope>>): Promise<{ ok: true } | { ok: false; kind: FailureKind; cause: unknown }> => {
+  const attempt = async (messages: ReadonlyArray<IncomingMessage<RawLogMessage>>): Promise<{ ok: true } | { ok: false; kind: FailureKind; cause: unknown }> => {
     try {
       await run(messages);
       return { ok: true };
@@ -200,14 +205,14 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
   };
 
   /** What to do with a batch: every step's result is a value, decided once, here. */
-  const resolveBatch = async (messages: ReadonlyArray<IncomingMessage<RawEventEnvelope>>): Promise<Verdict> => {
+  const resolveBatch = async (messages: ReadonlyArray<IncomingMessage<RawLogMessage>>): Promise<Verdict> => {
     const whole = await attempt(messages);
     if (whole.ok) return { kind: 'stored' };
     deps.metrics?.batchFailures.inc({ kind: whole.kind });
     if (whole.kind !== 'data') return { kind: 'retry', cause: whole.cause };
     deps.logger.warn({ err: whole.cause, events: messages.length }, 'resolver: batch failed on its data; isolating the failing event');
 
-    const failedAlone: Array<[IncomingMessage<RawEventEnvelope>, unknown]> = [];
+    const failedAlone: Array<[IncomingMessage<RawLogMessage>, unknown]> = [];
     let batchMatePassed = false;
     for (const m of messages) {
       let last: Awaited<ReturnType<typeof attempt>> = { ok: true };
@@ -241,7 +246,7 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
     return guilty.length > 0 ? { kind: 'dead-letter', events: guilty } : { kind: 'stored' };
   };
 
-  const handle = async (messages: ReadonlyArray<IncomingMessage<RawEventEnvelope>>): Promise<void> => {
+  const handle = async (messages: ReadonlyArray<IncomingMessage<RawLogMessage>>): Promise<void> => {
     const verdict = await resolveBatch(messages);
     switch (verdict.kind) {
       case 'stored':
@@ -264,7 +269,7 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawEvent
     }
   };
 
-  return async (batch: MessageBatch<RawEventEnvelope>) => {
+  return async (batch: MessageBatch<RawLogMessage>) => {
     for (const part of chunk(batch.messages, perTransaction)) await handle(part);
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConcurrentWriteError, RetriesExhaustedError, classifyFailure } from '@svc/identity';
+import { ConcurrentWriteError, MasterKeyMissingError, RawLogKeyError, RetriesExhaustedError, UnreadableRawEventError, classifyFailure } from '@svc/identity';
 import { PoisonEventError } from './prepare';
 
 describe('classifyFailure', () => {
@@ -11,6 +11,10 @@ describe('classifyFailure', () => {
     [Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }), 'unavailable'],
     [Object.assign(new Error('too many connections'), { code: '53300' }), 'unavailable'],
     [Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'unavailable'],
+    // The raw log's keys cannot be unwrapped: the deployment's master key, not the event.
+    [new MasterKeyMissingError('0123456789abcdef'), 'unavailable'],
+    [new RawLogKeyError('key k does not open under master key m'), 'unavailable'],
+    [new UnreadableRawEventError('a sealed event does not open with its key'), 'data'],
     [Object.assign(new Error('relation "identity.events" does not exist'), { code: '42P01' }), 'unavailable'],
     [Object.assign(new Error('syntax error at or near'), { code: '42601' }), 'unavailable'],
     [new Error('Connection terminated unexpectedly'), 'unavailable'],

@@ -1,5 +1,6 @@
 import { qualifyingConversionNames } from '@svc/conversions';
 import { prefixedTopics } from '@svc/bus';
+import { masterKeyRing, requiredRawLogKeyConfigSpec, type MasterKeyRing } from '@svc/identity';
 import type { ConfigValues } from '@svc/runtime';
 import type { BuiltService, ServiceConfig, ServiceContext, ServiceDefinition } from '@svc/service';
 import { resolverConfigSpec } from './config';
@@ -14,6 +15,7 @@ import { consumersForPool, startResolver } from './start';
 export async function buildResolver(
   { config, db, bus, logger, metrics, lifecycle }: ServiceContext<ServiceConfig & ConfigValues<typeof resolverConfigSpec>>,
   poolMax: number,
+  masterKeys: MasterKeyRing,
 ): Promise<BuiltService> {
   const consumers = Math.min(config.RESOLVER_CONSUMERS, consumersForPool(poolMax));
   if (consumers < config.RESOLVER_CONSUMERS) {
@@ -27,6 +29,7 @@ export async function buildResolver(
     erasureRequests: topics.erasureRequests,
     logger,
     metrics: resolverMetrics(metrics),
+    masterKeys,
     groupId: config.RESOLVER_GROUP_ID,
     maxBatchSize: config.RESOLVER_BATCH_SIZE,
     batchWaitMs: config.RESOLVER_BATCH_WAIT_MS,
@@ -43,8 +46,10 @@ export async function buildResolver(
 }
 
 /** The identity resolver as its own deployment (migrations: the migrate job). */
-export const resolverService: ServiceDefinition<typeof resolverConfigSpec> = {
+const configSpec = { ...resolverConfigSpec, ...requiredRawLogKeyConfigSpec };
+
+export const resolverService: ServiceDefinition<typeof configSpec> = {
   name: 'identity-resolver',
-  configSpec: resolverConfigSpec,
-  build: (ctx) => buildResolver(ctx, ctx.config.DB_POOL_MAX),
+  configSpec,
+  build: async (ctx) => buildResolver(ctx, ctx.config.DB_POOL_MAX, await masterKeyRing(ctx.config)),
 };

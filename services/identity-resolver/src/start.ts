@@ -1,5 +1,6 @@
 import { deadLetterTopicFor, type Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
+import { DataKeyReader, type MasterKeyRing } from '@svc/identity';
 import type { Db, Logger } from '@svc/runtime';
 import { DEFAULT_RESOLVER_BATCH_SIZE } from './config';
 import { createErasureHandler } from './erasure';
@@ -25,6 +26,8 @@ export interface StartResolverOptions {
   topics: ResolverTopics;
   logger: Logger;
   metrics?: ResolverMetrics;
+  /** Unwrap the data keys that seal the raw log (RAW_LOG_MASTER_KEY). */
+  masterKeys: MasterKeyRing;
   /** Consumer group of the raw topic (default `identity-resolver`). */
   groupId?: string;
   /** Messages per bus batch, and so at most per transaction (default DEFAULT_RESOLVER_BATCH_SIZE, as configured). */
@@ -97,6 +100,8 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     bus: o.bus,
     topics,
     logger: o.logger,
+    // One key reader for every member: a key read once serves them all.
+    keys: new DataKeyReader(o.db, o.masterKeys),
     ...(o.metrics ? { metrics: o.metrics } : {}),
     ...(o.batch ? { batch: o.batch } : {}),
     maxEventsPerTransaction: maxBatchSize,

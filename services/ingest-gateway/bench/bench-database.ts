@@ -1,8 +1,13 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { busMigrations } from '@svc/bus';
+import { privacyMigrations } from '@svc/identity';
 import { AccountsStore, accountsMigrations, createDb, rateLimitMigrations, runMigrations, startEmbeddedPostgres, type Db } from '@svc/runtime';
+
+/** The raw log's master key the benches' gateways seal with. */
+export const BENCH_RAW_LOG_MASTER_KEY = randomBytes(32).toString('hex');
 
 /** What the gateway benches share: an embedded PostgreSQL with the gateway's schemas, and organisations' write keys made in it. */
 export interface BenchDatabase {
@@ -23,7 +28,7 @@ export async function startBenchDatabase(): Promise<BenchDatabase> {
     await rm(dataDir, { recursive: true, force: true });
   };
   try {
-    await runMigrations(db, [accountsMigrations, rateLimitMigrations, busMigrations]);
+    await runMigrations(db, [accountsMigrations, rateLimitMigrations, busMigrations, privacyMigrations]);
   } catch (err) {
     await stop();
     throw err;

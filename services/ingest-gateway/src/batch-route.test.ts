@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { BodyLimitHints, ErrorCodes, EventReasons, Messages, Topics, type RawEventEnvelope } from '@svc/contracts';
+import { BodyLimitHints, ErrorCodes, EventReasons, Messages, Topics, type RawEventEnvelope, type RawEventSealed } from '@svc/contracts';
 import { BusUnavailableError, SchemaViolationError, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import {
   FailedAuthThrottle,
@@ -16,6 +16,7 @@ import {
 import { verifiedKey } from '@svc/testkit';
 import { mountBatchRoute, type GatewayDeps } from './batch-route';
 import { gatewayMetrics } from './metrics';
+import { SubjectKeysDouble } from './test-support/subject-keys-double';
 
 /**
  * The route's every status, message and header, table-driven, against
@@ -26,6 +27,7 @@ const WRITE = 'uk_live_' + 'w'.repeat(40);
 const READ = 'uk_read_' + 'r'.repeat(40);
 const ADMIN = 'uk_admin_' + 'a'.repeat(40);
 const NOW = new Date('2026-11-21T12:00:30.000Z');
+const ORG = '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f';
 
 
 class Doubles {
@@ -41,7 +43,10 @@ class Doubles {
   hits = new Map<string, number>();
   usage = 0;
   usageError: Error | undefined;
+  /** What the log was given, opened with the key it names (`sealed`: as given). */
   produced: Array<OutgoingMessage<RawEventEnvelope>> = [];
+  sealed: Array<OutgoingMessage<RawEventSealed>> = [];
+  subjectKeys = new SubjectKeysDouble();
   produceFailsAt = new Set<number>();
   /** messageIds the bus refuses by throwing for the whole call, as its schema check and the Postgres log's one statement do. */
   poison = new Set<string>();
@@ -74,15 +79,19 @@ class Doubles {
         produce: async <T>(_topic: unknown, messages: readonly OutgoingMessage<T>[]): Promise<ProduceResult[]> => {
           if (this.busDown) throw new BusUnavailableError('log unreachable');
           this.produceCalls++;
-          const poisoned = messages.find((m) => this.poison.has((m.value as RawEventEnvelope).event.messageId));
+          const opened = messages.map((m) => ({ key: m.key, value: this.subjectKeys.open(m.value as RawEventSealed) }));
+          const poisoned = opened.find((m) => this.poison.has(m.value.event.messageId));
           if (poisoned) throw new SchemaViolationError(Topics.eventsRaw.name, '/event/groupId must be string');
           return messages.map((m, i) => {
             if (this.produceFailsAt.has(i)) return { ok: false, error: new Error('broker said no') };
-            this.produced.push(m as OutgoingMessage<RawEventEnvelope>);
+            this.produced.push(opened[i]!);
+            this.sealed.push(m as OutgoingMessage<RawEventSealed>);
             return { ok: true };
           });
         },
       },
+      // Through `this`: reset() replaces the double between tests.
+      subjectKeys: { forSubjects: (orgId, anonymousIds) => this.subjectKeys.forSubjects(orgId, anonymousIds) },
       rawTopic: Topics.eventsRaw,
       trustedProxies: [],
       upgradeUrl: 'https://example.test/billing',
@@ -179,6 +188,15 @@ describe('POST /v1-batch: request-level outcomes', () => {
     const down = await post({ batch: [event(1)] });
     expect(down.headers.get('retry-after')).toBe('30');
     expect(JSON.stringify(down.body)).not.toContain('unreachable');
+
+    // A visitor whose key cannot be read or made (the database is down): nothing is written that could never be opened.
+    doubles.busDown = false;
+    doubles.subjectKeys.down = true;
+    const noKey = await post({ batch: [event(2)] });
+    expect(noKey.status).toBe(503);
+    expect(noKey.headers.get('retry-after')).toBe('30');
+    expect(noKey.body).toEqual({ success: false, error: Messages.serviceUnavailable });
+    expect(doubles.produceCalls).toBe(0);
   });
 
   it.each(['GET', 'PUT', 'PATCH', 'DELETE'])('%s → 405 with the envelope', async (method) => {
@@ -249,7 +267,7 @@ describe('POST /v1-batch: per-event outcomes', () => {
     expect(res.body).toEqual({ success: true, processed: 100, failed: 0, duration_ms: expect.any(Number) });
     expect(doubles.produced).toHaveLength(100);
     expect(doubles.produced[7]).toMatchObject({
-      key: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f:anon-7',
+      key: `6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f:${doubles.subjectKeys.dataKeys.get('anon-7')!.id}`,
       value: {
         v: 1,
         orgId: '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f',
@@ -259,6 +277,23 @@ describe('POST /v1-batch: per-event outcomes', () => {
         event: { messageId: 'm-7', context: { ip_address: '127.0.0.1' } },
       },
     });
+  });
+
+  it('seals each event under its anonymous id\'s key: the log is given no identifier, address or property in clear', async () => {
+    const batch = [
+      event(0, { anonymousId: 'anon-ann', userId: 'user-ann', traits: { email: 'ann@example.com', phone: '+447700900123' }, type: 'identify' }),
+      event(1, { anonymousId: 'anon-ann', properties: { plan: 'gold-plan' } }),
+      event(2, { anonymousId: 'anon-bob', context: { page: { url: 'https://shop.test/checkout?u=bob' }, userAgent: 'Bob-Agent/1.0' } }),
+    ];
+    expect((await post({ batch }, { 'x-forwarded-for': '203.0.113.7' })).status).toBe(200);
+    const written = JSON.stringify(doubles.sealed);
+    for (const clear of ['anon-ann', 'user-ann', 'ann@example.com', '+447700900123', 'gold-plan', 'anon-bob', 'shop.test', 'Bob-Agent', '127.0.0.1', 'm-0', 'identify']) {
+      expect(written).not.toContain(clear);
+    }
+    const ann = doubles.subjectKeys.dataKeys.get('anon-ann')!.id;
+    expect(doubles.sealed.map((m) => m.key)).toEqual([`${ORG}:${ann}`, `${ORG}:${ann}`, `${ORG}:${doubles.subjectKeys.dataKeys.get('anon-bob')!.id}`]);
+    expect(doubles.sealed[0]!.value).toEqual({ v: 2, orgId: ORG, receivedAt: NOW.toISOString(), requestId: expect.any(String), keyId: ann, sealed: expect.any(String) });
+    expect(doubles.produced[0]!.value.event).toMatchObject({ userId: 'user-ann', traits: { email: 'ann@example.com' } });
   });
 
   it('drops each bad event alone, lists at most ten, and counts them all', async () => {

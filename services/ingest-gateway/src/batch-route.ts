@@ -1,11 +1,13 @@
 import type { Response, Router } from 'express';
-import { BodyLimitHints, EventReasons, Headers, Limits, Messages, type RawEventEnvelope, type TopicSpec } from '@svc/contracts';
+import { BodyLimitHints, EventReasons, Headers, Limits, Messages, type RawLogMessage, type TopicSpec } from '@svc/contracts';
+import { sealRawEvent, type SubjectKeys } from '@svc/identity';
 import { BusUnavailableError, type Bus, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import {
   HttpError,
   KeyRequirements,
   authenticate,
   clientIp,
+  isDatabaseUnavailable,
   methodNotAllowed,
   readJsonBody,
   rejectOversizedContentLength,
@@ -27,6 +29,8 @@ export interface GatewayDeps extends AdmissionDeps {
   fallbackRateLimiter: RateLimiter;
   readUsage: UsageReader;
   bus: Pick<Bus, 'produce'>;
+  /** The data key of each anonymous id, which seals its events (crypto-shredding). */
+  subjectKeys: Pick<SubjectKeys, 'forSubjects'>;
   /** The raw-events topic (names may carry a deployment prefix). */
   rawTopic: TopicSpec;
   upgradeUrl: string;
@@ -122,21 +126,14 @@ export async function ingestBatch(deps: GatewayDeps, admitted: AdmittedBatch, re
   const failures: EventFailure[] = [...prepared.failures];
   let processed = 0;
   if (prepared.events.length > 0) {
+    const messages = await sealedMessages(deps, key.orgId, prepared.events);
     const timer = deps.metrics.produceSeconds.startTimer();
     let results;
     try {
       // No Kafka headers: the envelope carries the request id, and kafkajs spends a buffer of its own on each header.
-      results = await produceEachAlone(
-        deps,
-        prepared.events.map((e) => ({ key: `${key.orgId}:${e.envelope.event.anonymousId}`, value: e.envelope })),
-      );
+      results = await produceEachAlone(deps, messages);
     } catch (err) {
-      if (err instanceof BusUnavailableError) {
-        throw new HttpError(503, Messages.serviceUnavailable, {
-          headers: { [Headers.retryAfter]: String(Limits.retryAfterUnavailableSeconds) },
-          cause: err,
-        });
-      }
+      if (err instanceof BusUnavailableError) throw unavailable(err);
       throw err;
     } finally {
       timer();
@@ -158,6 +155,38 @@ export async function ingestBatch(deps: GatewayDeps, admitted: AdmittedBatch, re
       ? { success: true, processed, failed: 0, duration_ms }
       : { success: false, processed, failed: failures.length, errors: errorLines(failures), duration_ms },
   );
+}
+
+/**
+ * The events as the log keeps them: each sealed under its anonymous id's
+ * data key, keyed by that key's id (opaque; one key per anonymous id, so a
+ * visitor's events keep their partition and order). Without a key an event
+ * cannot be written so that it can be read (the database is down and the
+ * key was never held here): the request gets the log-down 503, and the
+ * client sends it again.
+ */
+async function sealedMessages(deps: GatewayDeps, orgId: string, events: ReturnType<typeof prepareEvents>['events']): Promise<Array<OutgoingMessage<RawLogMessage>>> {
+  let keys;
+  try {
+    keys = await deps.subjectKeys.forSubjects(
+      orgId,
+      events.map((e) => e.envelope.event.anonymousId),
+    );
+  } catch (err) {
+    if (isDatabaseUnavailable(err)) throw unavailable(err);
+    throw err;
+  }
+  return events.map(({ envelope }) => {
+    const dataKey = keys.get(envelope.event.anonymousId)!;
+    return { key: `${orgId}:${dataKey.id}`, value: sealRawEvent(envelope, dataKey) };
+  });
+}
+
+function unavailable(cause: unknown): HttpError {
+  return new HttpError(503, Messages.serviceUnavailable, {
+    headers: { [Headers.retryAfter]: String(Limits.retryAfterUnavailableSeconds) },
+    cause,
+  });
 }
 
 /**
@@ -211,7 +240,7 @@ async function checkRateLimits(deps: GatewayDeps, { key: admittedKey, reauthenti
  */
 async function produceEachAlone(
   deps: GatewayDeps,
-  messages: ReadonlyArray<OutgoingMessage<RawEventEnvelope>>,
+  messages: ReadonlyArray<OutgoingMessage<RawLogMessage>>,
 ): Promise<ProduceResult[]> {
   let results: ProduceResult[];
   try {

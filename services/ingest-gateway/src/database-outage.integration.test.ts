@@ -13,6 +13,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busConfigSpec, busMigrations, createBus, prefixedTopics, type Bus } from '@svc/bus';
 import { Messages } from '@svc/contracts';
+import { privacyMigrations } from '@svc/identity';
 import { AccountsStore, accountsMigrations, createDb, loadConfig, rateLimitMigrations, runMigrations, type Db } from '@svc/runtime';
 import { startService, type RunningService } from '@svc/service';
 import { describeWithKafkaAnd, kafkaEnv, startLocalPostgres, type LocalPostgres } from '@svc/testkit';
@@ -27,6 +28,7 @@ describeWithKafkaAnd('gateway through a database outage (Kafka)', ['postgresql']
   let strict: RunningService;
   let key: { id: string; key: string };
   const prefix = `outage${randomBytes(3).toString('hex')}.`;
+  const masterKey = randomBytes(32).toString('hex');
 
   const env = (grace: string) => ({
     HOST: '127.0.0.1',
@@ -36,13 +38,14 @@ describeWithKafkaAnd('gateway through a database outage (Kafka)', ['postgresql']
     ...kafkaEnv(),
     TOPIC_PREFIX: prefix,
     KEY_OUTAGE_GRACE_SECONDS: grace,
+    RAW_LOG_MASTER_KEY: masterKey,
     STARTUP_CONNECT_TIMEOUT_SECONDS: '10',
   });
 
   beforeAll(async () => {
     pg = await startLocalPostgres();
     db = createDb({ url: pg.adminUrl, poolMax: 2 });
-    await runMigrations(db, [accountsMigrations, rateLimitMigrations, busMigrations]);
+    await runMigrations(db, [accountsMigrations, rateLimitMigrations, busMigrations, privacyMigrations]);
     accounts = new AccountsStore(db);
     const org = await accounts.createOrganization({ name: 'Outage' });
     const created = await accounts.createApiKey({ orgId: org.id, type: 'write' });
@@ -60,8 +63,8 @@ describeWithKafkaAnd('gateway through a database outage (Kafka)', ['postgresql']
     await pg?.remove();
   }, 60_000);
 
-  const post = async (origin: string, bearer: string, n = 5) => {
-    const batch = Array.from({ length: n }, () => ({ type: 'track', event: 'outage', messageId: randomUUID(), anonymousId: 'anon-outage', timestamp: new Date().toISOString() }));
+  const post = async (origin: string, bearer: string, n = 5, anonymousId = 'anon-outage') => {
+    const batch = Array.from({ length: n }, () => ({ type: 'track', event: 'outage', messageId: randomUUID(), anonymousId, timestamp: new Date().toISOString() }));
     const res = await fetch(`${origin}/functions/v1/v1-batch`, {
       method: 'POST',
       headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
@@ -91,6 +94,10 @@ describeWithKafkaAnd('gateway through a database outage (Kafka)', ['postgresql']
     expect([ready.status, ((await ready.json()) as { checks: Record<string, string> }).checks.database]).toEqual([200, 'degraded']);
     expect(await metric(graced.url, 'gateway_outage_admissions_total')).toBe(10);
     expect(await metric(graced.url, 'gateway_rate_limit_fallbacks_total')).toBe(10);
+    // A visitor first seen now has no key to seal with (made in the database): refused, nothing written that could never be opened.
+    const newcomer = await post(graced.url, key.key, 5, 'anon-first-seen-in-outage');
+    expect([newcomer.status, newcomer.body.error]).toEqual([503, Messages.serviceUnavailable]);
+    expect(await logged()).toBe(before + 50);
 
     // An unknown key cannot be verified: the spec's 500. Without a grace, neither can a held one.
     const unknown = await post(graced.url, `uk_live_${'0'.repeat(40)}`);

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createKafkaBus, createPostgresLogBus, prefixedTopics, type Bus, type IncomingMessage } from '@svc/bus';
-import { Messages, type RawEventEnvelope } from '@svc/contracts';
+import { randomBytes } from 'node:crypto';
+import { Messages, type RawLogMessage } from '@svc/contracts';
+import { DataKeyReader, MasterKeyRing, openRawLog, privacyMigrations } from '@svc/identity';
 import {
   AccountsStore,
   FailedAuthThrottle,
@@ -11,7 +13,7 @@ import {
   serveHttp,
   type RunningHttpServer,
 } from '@svc/runtime';
-import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, readRawKafkaTopic, type TestDatabase } from '@svc/testkit';
 import { mountGateway } from './routes';
 import { documentedFetch } from '@svc/openapi';
 
@@ -20,24 +22,34 @@ import { documentedFetch } from '@svc/openapi';
  * real log. Two gateway instances share one database, as replicas would.
  */
 describeWithPostgres('ingest gateway on PostgreSQL and the Postgres-backed log', () =>
-  gatewaySuite((t) => createPostgresLogBus({ db: t.db, url: t.url })),
+  gatewaySuite(
+    (t) => createPostgresLogBus({ db: t.db, url: t.url }),
+    // The log's table as a database copy holds it.
+    async (t, topic) => ((await t.db('bus.messages').where({ topic }).select('key', t.db.raw('value::text as value'))) as Array<{ key: string; value: string }>).map((r) => `${r.key} ${r.value}`),
+  ),
 );
 
 describeWithKafka('ingest gateway on PostgreSQL and Kafka with the schema registry', () =>
-  gatewaySuite(() => {
-    return createKafkaBus(kafkaEndpoints());
-  }),
+  gatewaySuite(
+    () => createKafkaBus(kafkaEndpoints()),
+    // The topic's records as the brokers store them.
+    async (_t, topic, count) => (await readRawKafkaTopic(topic, count)).map((m) => `${m.key} ${m.value.toString('latin1')}`),
+  ),
 );
 
-function gatewaySuite(makeBus: (t: TestDatabase) => Bus): void {
+/** Every message of a topic as stored: key and value, as text. */
+type RawRead = (t: TestDatabase, topic: string, count: number) => Promise<string[]>;
+
+function gatewaySuite(makeBus: (t: TestDatabase) => Bus, storedMessages: RawRead): void {
   let t: TestDatabase;
   let bus: Bus;
   const servers: RunningHttpServer[] = [];
   const topics = prefixedTopics(`gw${Date.now()}${Math.random().toString(36).slice(2, 6)}.`);
   let accounts: AccountsStore;
+  const masterKeys = new MasterKeyRing(randomBytes(32));
 
   beforeAll(async () => {
-    t = await createTestDatabase([accountsMigrations, rateLimitMigrations, busMigrations]);
+    t = await createTestDatabase([accountsMigrations, rateLimitMigrations, busMigrations, privacyMigrations]);
     bus = makeBus(t);
     await bus.ensureTopics([topics.eventsRaw]);
     accounts = new AccountsStore(t.db);
@@ -51,7 +63,7 @@ function gatewaySuite(makeBus: (t: TestDatabase) => Bus): void {
           metrics,
           readiness: async () => ({ checks: {} }),
           mount: (router) =>
-            mountGateway(router, { db: t.db, bus, rawTopic: topics.eventsRaw, logger, metrics, trustedProxies: [], failedAuth: new FailedAuthThrottle(1_000_000), upgradeUrl: 'https://billing.test', keyOutageGraceMs: 300_000 }),
+            mountGateway(router, { db: t.db, bus, rawTopic: topics.eventsRaw, logger, metrics, trustedProxies: [], failedAuth: new FailedAuthThrottle(1_000_000), upgradeUrl: 'https://billing.test', keyOutageGraceMs: 300_000, masterKeys }),
         }),
       );
     }
@@ -78,27 +90,49 @@ function gatewaySuite(makeBus: (t: TestDatabase) => Bus): void {
       body: JSON.stringify({ batch: [] }),
     });
 
-  it('acknowledges a batch only once it is on the raw topic, with its envelope', async () => {
+  it('acknowledges a batch only once it is on the raw topic, sealed: the stored bytes name no one, and the events open with their keys', async () => {
     const org = await accounts.createOrganization({ name: 'Envelope' });
     const { key } = await accounts.createApiKey({ orgId: org.id, type: 'write' });
-    const received: Array<IncomingMessage<RawEventEnvelope>> = [];
-    const sub = await bus.subscribe<RawEventEnvelope>({
+    const received: Array<IncomingMessage<RawLogMessage>> = [];
+    const sub = await bus.subscribe<RawLogMessage>({
       groupId: 'gw-test',
       topics: [topics.eventsRaw],
       handler: async (batch) => void received.push(...batch.messages),
     });
     const batch = [
-      { type: 'identify', messageId: 'e-1', anonymousId: 'anon-1', userId: 'user-1', timestamp: '2026-11-21T10:00:00Z', traits: { email: 'a@b.test' } },
-      { type: 'track', messageId: 'e-2', anonymousId: 'anon-1', event: 'Signed Up', timestamp: '2026-11-21T10:00:01Z', context: { fingerprint: { hash: 'h' } } },
+      { type: 'identify', messageId: 'e-1', anonymousId: 'anon-ann-1', userId: 'user-ann-1', timestamp: '2026-11-21T10:00:00Z', traits: { email: 'ann.sealed@example.com', phone: '+447700900123' } },
+      { type: 'track', messageId: 'e-2', anonymousId: 'anon-ann-1', event: 'Signed Up', timestamp: '2026-11-21T10:00:01Z', context: { fingerprint: { hash: 'h' }, userAgent: 'Ann-Agent/1.0', page: { url: 'https://shop.test/ann' } } },
+      { type: 'page', messageId: 'e-3', anonymousId: 'anon-bob-1', timestamp: '2026-11-21T10:00:02Z' },
     ];
     const res = await post(servers[0]!, key, batch, { 'x-request-id': 'req-abc' });
-    expect(await res.json()).toMatchObject({ success: true, processed: 2, failed: 0 });
+    expect(await res.json()).toMatchObject({ success: true, processed: 3, failed: 0 });
     const deadline = Date.now() + 10_000;
-    while (received.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    while (received.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
     await sub.stop();
-    expect(received.map((m) => m.key)).toEqual([`${org.id}:anon-1`, `${org.id}:anon-1`]);
-    expect(received[0]!.value).toMatchObject({ v: 1, orgId: org.id, requestId: 'req-abc', clientIp: '127.0.0.1', event: batch[0] });
-    expect(received[1]!.value.event.context).toEqual({ ip_address: '127.0.0.1' });
+
+    // What the log keeps: no identifier, address, agent, page or property in clear, in keys or values.
+    const stored = (await storedMessages(t, topics.eventsRaw.name, 3)).join('\n');
+    for (const clear of ['anon-ann-1', 'user-ann-1', 'ann.sealed@example.com', '+447700900123', '447700900123', '127.0.0.1', 'Ann-Agent', 'shop.test', 'Signed Up', 'anon-bob-1']) {
+      expect(stored).not.toContain(clear);
+    }
+    // One key per anonymous id: the partition key names it, so a visitor's events keep their partition and order.
+    // (Kafka hands partitions over in any order: the events are matched by their messageId once opened.)
+    const opened = await openRawLog(new DataKeyReader(t.db, masterKeys), received.map((m) => m.value));
+    expect(opened.erased).toBe(0);
+    const byId = new Map(opened.events.map((e, i) => [e.event.messageId, { event: e, message: received[i]! }]));
+    const [e1, e2, e3] = ['e-1', 'e-2', 'e-3'].map((id) => byId.get(id)!);
+    for (const { message } of [e1!, e2!, e3!]) {
+      expect(message.value).toMatchObject({ v: 2, orgId: org.id, requestId: 'req-abc' });
+      expect(message.key).toBe(`${org.id}:${(message.value as { keyId: string }).keyId}`);
+    }
+    expect(e2!.message.key).toBe(e1!.message.key);
+    expect(e3!.message.key).not.toBe(e1!.message.key);
+    expect(e1!.event).toMatchObject({ v: 1, orgId: org.id, requestId: 'req-abc', clientIp: '127.0.0.1', event: batch[0] });
+    expect(e2!.event.event.context).toMatchObject({ ip_address: '127.0.0.1', userAgent: 'Ann-Agent/1.0', page: { url: 'https://shop.test/ann' } });
+
+    // The erasure's half: without the key row, the same bytes open to nothing.
+    await t.db('privacy.subject_keys').where({ org_id: org.id }).delete();
+    expect(await openRawLog(new DataKeyReader(t.db, masterKeys), received.map((m) => m.value))).toEqual({ events: [], erased: 3 });
   });
 
   it('holds the per-(org, IP) limit across two gateway instances', async () => {

@@ -1,11 +1,15 @@
 import { prefixedTopics } from '@svc/bus';
+import { masterKeyRing, requiredRawLogKeyConfigSpec, type MasterKeyRing } from '@svc/identity';
 import { env, type ConfigValues } from '@svc/runtime';
 import type { BuiltService, ServiceConfig, ServiceContext, ServiceDefinition } from '@svc/service';
 import { gatewayOwnConfigSpec } from './config';
 import { mountGateway } from './routes';
 
 /** The gateway's part of a process: the raw topic, and POST /v1-batch. */
-export async function buildGateway({ config, db, bus, logger, metrics, failedAuth }: ServiceContext<ServiceConfig & ConfigValues<typeof gatewayOwnConfigSpec>>): Promise<BuiltService> {
+export async function buildGateway(
+  { config, db, bus, logger, metrics, failedAuth }: ServiceContext<ServiceConfig & ConfigValues<typeof gatewayOwnConfigSpec>>,
+  masterKeys: MasterKeyRing,
+): Promise<BuiltService> {
   const topics = prefixedTopics(config.TOPIC_PREFIX);
   await bus.ensureTopics([topics.eventsRaw]);
   return {
@@ -20,12 +24,14 @@ export async function buildGateway({ config, db, bus, logger, metrics, failedAut
         failedAuth,
         upgradeUrl: config.UPGRADE_URL,
         keyOutageGraceMs: config.KEY_OUTAGE_GRACE_SECONDS * 1_000,
+        masterKeys,
       }),
   };
 }
 
 const configSpec = {
   ...gatewayOwnConfigSpec,
+  ...requiredRawLogKeyConfigSpec,
   // Each request checks the key, the limits and the usage: more connections than the other services.
   DB_POOL_MAX: env.int({ description: 'Database connections of this process', default: 20, min: 2, max: 200 }),
 };
@@ -34,7 +40,7 @@ const configSpec = {
 export const gatewayService: ServiceDefinition<typeof configSpec> = {
   name: 'ingest-gateway',
   configSpec,
-  build: buildGateway,
-  // On Kafka the log is its only hard dependency: keys held and counted in-process carry it through a database failover.
+  build: async (ctx) => buildGateway(ctx, await masterKeyRing(ctx.config)),
+  // On Kafka the log is its only hard dependency: API keys and visitors' data keys held, and limits counted, in-process carry it through a database failover.
   servesWithoutDatabase: (config) => config.KAFKA_BROKERS.length > 0,
 };

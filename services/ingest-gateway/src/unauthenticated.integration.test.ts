@@ -5,12 +5,14 @@
  * before its body is read; a key the gateway already verified keeps working
  * from that address; an IPv6 client counts by its /64.
  */
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createPostgresLogBus, prefixedTopics, type Bus } from '@svc/bus';
 import { ErrorCodes, Limits } from '@svc/contracts';
 import { AccountsStore, accountsMigrations, createLogger, createMetrics, failedAuthThrottle, rateLimitMigrations, serveHttp, type Metrics, type RunningHttpServer } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
+import { MasterKeyRing, privacyMigrations } from '@svc/identity';
 import { mountGateway } from './routes';
 
 const PER_MINUTE = 5;
@@ -25,7 +27,7 @@ describeWithPostgres('unauthenticated requests are refused cheaply', () => {
   let queries = 0;
 
   beforeAll(async () => {
-    t = await createTestDatabase([accountsMigrations, rateLimitMigrations, busMigrations]);
+    t = await createTestDatabase([accountsMigrations, rateLimitMigrations, busMigrations, privacyMigrations]);
     bus = createPostgresLogBus({ db: t.db, url: t.url });
     const topics = prefixedTopics(`unauth${Date.now()}.`);
     await bus.ensureTopics([topics.eventsRaw]);
@@ -52,6 +54,7 @@ describeWithPostgres('unauthenticated requests are refused cheaply', () => {
           failedAuth: failedAuthThrottle(PER_MINUTE, metrics),
           upgradeUrl: 'https://billing.test',
           keyOutageGraceMs: 0,
+          masterKeys: new MasterKeyRing(randomBytes(32)),
         }),
     });
   });

@@ -1,6 +1,7 @@
 import { busConfigSpec } from '@svc/bus';
 import { forwarderOwnConfigSpec } from '@svc/conversion-forwarder';
 import { resolverConfigSpec } from '@svc/identity-resolver';
+import { rawLogKeyConfigSpec } from '@svc/identity';
 import { gatewayOwnConfigSpec } from '@svc/ingest-gateway';
 import { profileApiOwnConfigSpec } from '@svc/profile-api';
 import { databaseTlsConfigSpec, env, httpServiceConfigSpec, startupConfigSpec } from '@svc/runtime';
@@ -9,7 +10,7 @@ import { databaseTlsConfigSpec, env, httpServiceConfigSpec, startupConfigSpec } 
 export const standaloneConfigSpec = {
   ...httpServiceConfigSpec,
   DATA_DIR: env.string({
-    description: 'Where the embedded PostgreSQL keeps its data (and the generated connector key when CONNECTOR_SECRET_KEY is unset)',
+    description: 'Where the embedded PostgreSQL keeps its data (and the generated keys when CONNECTOR_SECRET_KEY or RAW_LOG_MASTER_KEY is unset)',
     default: './.data',
   }),
   DATABASE_URL: env.url({
@@ -24,4 +25,5 @@ export const standaloneConfigSpec = {
   ...profileApiOwnConfigSpec,
   ...forwarderOwnConfigSpec,
   ...resolverConfigSpec,
+  ...rawLogKeyConfigSpec,
 };

@@ -5,9 +5,12 @@
  * `svcctl erase`. Every table then holds nothing of them (the replay backup
  * a `svcctl replay` kept before included), the tombstone is on
  * profiles.erased, a new event with their userId is dropped (and counted),
- * a `svcctl replay` afterwards does not bring them back, and another
- * organisation with identical identifiers is untouched. The erasure routes'
- * bad requests get their documented answers.
+ * a `svcctl replay` afterwards does not bring them back (their events in
+ * the raw log no longer open: their keys were erased), nor does one after
+ * every suppression is lifted; the raw log, read straight from its table or
+ * topic, never holds them in clear; and another organisation with
+ * identical identifiers is untouched. The erasure routes' bad requests get
+ * their documented answers.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -21,7 +24,7 @@ import { Limits, Messages, type ProfileErased } from '@svc/contracts';
 import { ConnectorStore, resolveSecretKey } from '@svc/conversion-forwarder';
 import { documentedFetch } from '@svc/openapi';
 import { AccountsStore, freePort, loadConfig, type Db } from '@svc/runtime';
-import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEnv, runNode, testLogger, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEnv, readRawKafkaTopic, runNode, testLogger, type TestDatabase } from '@svc/testkit';
 import { standaloneConfigSpec } from './config';
 import { startStack, type RunningStack } from './stack';
 
@@ -144,7 +147,8 @@ function erasureSuite(tier: Tier): void {
       return n === messageIds.length ? true : undefined;
     });
   const svcctl = async (args: string[]): Promise<Record<string, unknown>> => {
-    const run = await runNode(SVCCTL, args, { DATABASE_URL: t.url, ...busEnv });
+    // The stack's DATA_DIR: svcctl opens the raw log with the master key the stack keeps there.
+    const run = await runNode(SVCCTL, args, { DATABASE_URL: t.url, DATA_DIR: dataDir, ...busEnv });
     expect(run).toMatchObject({ code: 0, stderr: '' });
     return JSON.parse(run.stdout) as Record<string, unknown>;
   };
@@ -169,6 +173,21 @@ function erasureSuite(tier: Tier): void {
   const buy = async (org: Org, order: string): Promise<void> => {
     await stored(org, await send(org, [{ type: 'track', event: 'purchase', anonymousId: ANN.devices[0], userId: ANN.userId, properties: { value: 10, currency: 'EUR', order_id: order } }]));
   };
+  /** The raw log as stored, key and value as text: the log table's rows (Postgres-backed log) or the topic's records (Kafka). */
+  const rawLog = async (): Promise<string> => {
+    if (tier === 'kafka') {
+      const count = (await bus.endOffsets(topics.eventsRaw)).reduce((sum, end) => sum + Number(end), 0);
+      return (await readRawKafkaTopic(topics.eventsRaw.name, count)).map((m) => `${m.key} ${m.value.toString('latin1')}`).join('\n');
+    }
+    const rows = (await t.db('bus.messages').where({ topic: topics.eventsRaw.name }).select('key', t.db.raw('value::text as value'))) as Array<{ key: string; value: string }>;
+    return rows.map((r) => `${r.key} ${r.value}`).join('\n');
+  };
+  /** What of the person (and of any client address) the raw log holds in clear. */
+  const inClear = async (): Promise<string[]> => {
+    const raw = (await rawLog()).toLowerCase();
+    // Each trace holds a character base64 lacks (or is long), so a sealed blob cannot hold it by chance.
+    return [...TRACES, ANN.phone, '198.51.100.'].filter((trace) => raw.includes(trace.toLowerCase()));
+  };
   const queue = (org: Org) => t.db('conversions.queue').where({ org_id: org.orgId }).orderBy('id').select<Array<{ status: string; attempts: number; profile_id: string; conversion: Record<string, unknown> }>>('*');
 
   it('erases a person from every store by email, keeps them erased through new events and a replay, and leaves the other organisation untouched', async () => {
@@ -192,6 +211,8 @@ function erasureSuite(tier: Tier): void {
 
     expect((await traces(t.db, a.orgId)).filter((found) => found.startsWith('identity_before_replay_'))).not.toEqual([]);
     const bystander = await organisationRows(t.db, b.orgId);
+    // The raw log, read straight from its store, holds her events sealed: no email, phone, id, click, address in clear.
+    expect(await inClear()).toEqual([]);
 
     // Erase by email (any spelling of it), as an operator.
     const requested = await svcctl(['erase', '--org', a.orgId, '--email', ' ANN@example.com', '--reason', 'DSR 4411']);
@@ -211,7 +232,7 @@ function erasureSuite(tier: Tier): void {
       const consent = await t.db('consent.records').where({ org_id: a.orgId }).whereNull('redacted_at').first();
       return rows.length === 1 && rows[0]!.status === 'sent' && !consent ? true : undefined;
     });
-    // Nothing of the person in any table of the organisation (the replay backup included); the raw log keeps their events until retention.
+    // Nothing of the person in any table of the organisation (the replay backup included); the raw log keeps their events, sealed under keys that are gone.
     expect(await traces(t.db, a.orgId)).toEqual([]);
     for (const table of ['profiles', 'identity_signals', 'events', 'profile_sessions', 'click_ids', 'fingerprints', 'merges', 'canonical_ids']) {
       expect([table, Number((await t.db(`identity.${table}`).where({ org_id: a.orgId }).count<Array<{ n: string }>>({ n: '*' }))[0]?.n)]).toEqual([table, 0]);
@@ -250,9 +271,10 @@ function erasureSuite(tier: Tier): void {
     await until(async () => ((await suppressedCount(root)) >= 1 ? true : undefined));
     expect(await t.db('identity.events').where({ org_id: a.orgId, message_id: returning }).first()).toBeUndefined();
 
-    // A replay afterwards reads the person's old events from the log and leaves every one of them out.
+    // A replay afterwards reads the person's old events from the log and none of them opens (their keys went with
+    // her); the one sent after the erasure, on a device never stitched to her, is left out as suppressed.
     const replayed = await svcctl(['replay']);
-    expect(replayed).toMatchObject({ suppressed: 7, skipped: 0 });
+    expect(replayed).toMatchObject({ erased: 6, suppressed: 1, skipped: 0 });
     expect(await traces(t.db, a.orgId)).toEqual([]);
     expect(await t.db('identity.events').where({ org_id: a.orgId, message_id: other }).first()).toBeDefined();
     // ...and rebuilds the bystander's projections (a replay folds a merged-away profile made in the same batch into its survivor, so profiles are not compared).
@@ -277,6 +299,14 @@ function erasureSuite(tier: Tier): void {
     // ...or every identifier the erasure suppressed at once.
     const lifted = await svcctl(['unsuppress', '--org', a.orgId, '--erasure', erasureId]);
     expect((lifted.lifted as Array<{ type: string }>).map((l) => l.type)).toEqual(['anonymous_id', 'anonymous_id', 'email', 'phone']);
+    // Erased stays erased, whatever the suppression list says now: a replay with every suppression lifted brings back
+    // nothing from before the erasure (her old events do not open), nor the event sent while she was suppressed
+    // (unsuppress lets in what arrives after it); only what she sent once back is there.
+    expect(await svcctl(['replay'])).toMatchObject({ erased: 6, suppressed: 1, skipped: 0 });
+    expect((await traces(t.db, a.orgId)).filter((found) => !found.endsWith(`: ${ANN.userId}`))).toEqual([]);
+    expect(await t.db('identity.events').where({ org_id: a.orgId, message_id: back }).first()).toBeDefined();
+    expect(await t.db('identity.events').where({ org_id: a.orgId, message_id: returning }).first()).toBeUndefined();
+    expect(await inClear()).toEqual([]);
     // The CLI's refusals: a repeated erasure, no person named.
     for (const [args, message] of [
       [['erase', '--org', a.orgId, '--email', 'ann@example.com'], `Erasure already requested for this profile: ${erasureId}`],

@@ -2,6 +2,7 @@ import { checkBus, createBus } from '@svc/bus';
 import { buildConsentApi } from '@svc/consent-api';
 import { buildForwarder, resolveSecretKey } from '@svc/conversion-forwarder';
 import { buildResolver, resolverPoolSize } from '@svc/identity-resolver';
+import { masterKeyRing } from '@svc/identity';
 import { buildGateway } from '@svc/ingest-gateway';
 import { buildProfileApi } from '@svc/profile-api';
 import {
@@ -75,10 +76,11 @@ export async function startStack(config: StackConfig, logger: Logger, signals?: 
     if (applied.length) logger.info({ applied }, 'migrations applied');
     const resolverPool = resolverPoolSize(config.RESOLVER_CONSUMERS);
     const secretKey = await resolveSecretKey(config.CONNECTOR_SECRET_KEY, config.DATA_DIR);
+    const masterKeys = await masterKeyRing(config, config.DATA_DIR);
     const built: BuiltService[] = [
-      await buildResolver(await context('identity-resolver', resolverPool), resolverPool),
+      await buildResolver(await context('identity-resolver', resolverPool), resolverPool, masterKeys),
       await buildForwarder(shared, secretKey),
-      await buildGateway(shared),
+      await buildGateway(shared, masterKeys),
       await buildProfileApi(shared),
       await buildConsentApi(shared),
     ];

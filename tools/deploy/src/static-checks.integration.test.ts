@@ -66,7 +66,7 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
     ['production-like values', ['-f', PRODUCTION_VALUES]],
     [
       'values that make the chart keep the secrets',
-      ['--set', 'database.existingSecret=', '--set', 'database.url=postgres://svc:pw@db:5432/svc', '--set', 'secrets.existingSecret=', '--set', `secrets.connectorSecretKey=${'ab'.repeat(32)}`, '--set', `secrets.cursorSecret=${'c'.repeat(40)}`],
+      ['--set', 'database.existingSecret=', '--set', 'database.url=postgres://svc:pw@db:5432/svc', '--set', 'secrets.existingSecret=', '--set', `secrets.connectorSecretKey=${'ab'.repeat(32)}`, '--set', `secrets.cursorSecret=${'c'.repeat(40)}`, '--set', `secrets.rawLogMasterKey=${'cd'.repeat(32)}`],
     ],
   ])('with %s: lints strictly, renders, and every manifest passes the Kubernetes schemas', async (_name, args) => {
     expect(await lint(CHART, ...args)).toMatchObject({ code: 0 });
@@ -177,12 +177,18 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
       SCHEMA_REGISTRY_CA_FILE: '/etc/svc/secrets/schema-registry/ca.crt',
       SCHEMA_REGISTRY_PASSWORD_FILE: '/etc/svc/secrets/schema-registry/password',
     };
-    const secretVariables = ['DATABASE_URL', 'KAFKA_SASL_PASSWORD', 'SCHEMA_REGISTRY_PASSWORD', 'CONNECTOR_SECRET_KEY', 'CURSOR_SECRET'];
+    const secretVariables = ['DATABASE_URL', 'KAFKA_SASL_PASSWORD', 'SCHEMA_REGISTRY_PASSWORD', 'CONNECTOR_SECRET_KEY', 'CURSOR_SECRET', 'RAW_LOG_MASTER_KEY', 'RAW_LOG_MASTER_KEYS_RETIRED'];
+    /** The raw log's master key: the gateway seals with it, the resolver opens; no other pod holds it. */
+    const withMasterKey = ['svc-ingest-gateway', 'svc-identity-resolver'];
     for (const manifest of manifests) {
       const pod = manifest!.spec.template.spec;
       const [container] = pod.containers;
       const env = Object.fromEntries(container!.env.map((e) => [e.name, e.value]));
       expect({ name: manifest!.metadata.name, env }).toMatchObject({ env: shared });
+      expect({ name: manifest!.metadata.name, masterKey: env.RAW_LOG_MASTER_KEY_FILE }).toEqual({
+        name: manifest!.metadata.name,
+        masterKey: withMasterKey.includes(manifest!.metadata.name) ? '/etc/svc/secrets/app/raw-log-master-key' : undefined,
+      });
       // No secret as a value or from secretKeyRef: only their *_FILE paths.
       expect(container!.env.filter((e) => e.valueFrom !== undefined || secretVariables.includes(e.name))).toEqual([]);
       expect(container!.volumeMounts).toContainEqual({ name: 'secrets', mountPath: '/etc/svc/secrets', readOnly: true });
@@ -230,15 +236,15 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
   describeCompose();
 
   function describeCompose(): void {
-    /** .env as an operator makes it: .env.example with its three secrets set (dummies here). */
+    /** .env as an operator makes it: .env.example with its four secrets set (dummies here). */
     let envLines: string[];
     beforeAll(async () => {
-      const secrets: Record<string, string> = { POSTGRES_PASSWORD: 'not-a-secret', CONNECTOR_SECRET_KEY: 'ab'.repeat(32), CURSOR_SECRET: 'c'.repeat(40) };
+      const secrets: Record<string, string> = { POSTGRES_PASSWORD: 'not-a-secret', CONNECTOR_SECRET_KEY: 'ab'.repeat(32), CURSOR_SECRET: 'c'.repeat(40), RAW_LOG_MASTER_KEY: 'cd'.repeat(32) };
       envLines = (await readFile(path.join(ROOT, '.env.example'), 'utf8')).split('\n').map((line) => {
         const name = line.slice(0, line.indexOf('='));
         return line === `${name}=` && secrets[name] ? `${name}=${secrets[name]}` : line;
       });
-      expect(envLines.filter((line) => /^(POSTGRES_PASSWORD|CONNECTOR_SECRET_KEY|CURSOR_SECRET)=.+/.test(line))).toHaveLength(3);
+      expect(envLines.filter((line) => /^(POSTGRES_PASSWORD|CONNECTOR_SECRET_KEY|CURSOR_SECRET|RAW_LOG_MASTER_KEY)=.+/.test(line))).toHaveLength(4);
     });
     async function envFileOf(env: string[]): Promise<string> {
       const envFile = path.join(dir, `compose-${Math.random().toString(36).slice(2)}.env`);
@@ -303,6 +309,15 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
       for (const name of ['migrate', 'topics', 'ingest-gateway', 'identity-resolver', 'profile-api', 'consent-api', 'conversion-forwarder']) {
         expect({ name, environment: services[name]!.environment }).toMatchObject({ environment: { KAFKA_REPLICATION_FACTOR: '1', KAFKA_MIN_INSYNC_REPLICAS: '1' } });
       }
+    });
+
+    it('compose: the gateway, the resolver and migrate (where svcctl runs) get the one raw-log master key of .env, no other service', async () => {
+      const result = await run(tools.dockerCompose, ['--project-directory', ROOT, '--env-file', await envFileOf(envLines), '-f', path.join(ROOT, 'docker-compose.yml'), 'config', '--format', 'json']);
+      expect(result.code).toBe(0);
+      const services = (JSON.parse(result.stdout) as { services: Record<string, { environment?: Record<string, string> }> }).services;
+      const holders = Object.entries(services).filter(([, service]) => service.environment?.RAW_LOG_MASTER_KEY !== undefined);
+      expect(holders.map(([name]) => name).sort()).toEqual(['identity-resolver', 'ingest-gateway', 'migrate']);
+      for (const [name, service] of holders) expect({ name, key: service.environment!.RAW_LOG_MASTER_KEY }).toEqual({ name, key: 'cd'.repeat(32) });
     });
 
     it('compose fails: a dependency condition compose does not know', async () => {

@@ -4,6 +4,7 @@ import { accountCommands } from './commands/accounts';
 import { connectorCommands } from './commands/connectors';
 import { dlqCommands } from './commands/dlq';
 import { erasureCommands } from './commands/erasure';
+import { keyCommands } from './commands/keys';
 import { replayCommands } from './commands/replay';
 import { ruleCommands } from './commands/rules';
 
@@ -16,6 +17,7 @@ const COMMANDS: Record<string, Command> = {
   ...replayCommands,
   ...dlqCommands,
   ...erasureCommands,
+  ...keyCommands,
 };
 
 /** Usage lines of every command, for `help` and for usage errors. */

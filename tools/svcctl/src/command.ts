@@ -1,4 +1,5 @@
 import type { Bus, prefixedTopics } from '@svc/bus';
+import type { MasterKeyRing } from '@svc/identity';
 import { ValidationError, type Db, type Logger, type MigrationSet } from '@svc/runtime';
 
 type Topics = ReturnType<typeof prefixedTopics>;
@@ -9,6 +10,8 @@ export interface CliContext {
   migrations: readonly MigrationSet[];
   /** The key that seals connector secrets (CONNECTOR_SECRET_KEY, or the one in DATA_DIR). */
   connectorSecretKey(): Promise<Buffer>;
+  /** The raw log's master keys (RAW_LOG_MASTER_KEY and the retired ones, or the one in DATA_DIR). */
+  rawLogMasterKeys(): Promise<MasterKeyRing>;
   /** The log (Kafka with KAFKA_BROKERS, else the Postgres-backed log), opened on first use and closed on exit. */
   bus(): Promise<{ bus: Bus; topics: Topics }>;
   logger: Logger;

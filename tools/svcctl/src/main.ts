@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { busConfigSpec, createBus, prefixedTopics, type Bus } from '@svc/bus';
-import { identityConfigSpec } from '@svc/identity';
+import { identityConfigSpec, masterKeyRing, rawLogKeyConfigSpec } from '@svc/identity';
 import {
   AppError,
   ConnectionCheckError,
@@ -31,6 +31,7 @@ const configSpec = {
   ...databaseTlsConfigSpec,
   DATA_DIR: env.string({ description: 'Data directory of the standalone stack (embedded database)', default: './.data' }),
   ...connectorKeyConfigSpec,
+  ...rawLogKeyConfigSpec,
   // `replay` reads the log the services write.
   ...busConfigSpec,
   ...identityConfigSpec,
@@ -63,6 +64,7 @@ async function main(argv: string[]): Promise<number> {
       db,
       migrations: allMigrations,
       connectorSecretKey: () => resolveSecretKey(config.CONNECTOR_SECRET_KEY, config.DATA_DIR),
+      rawLogMasterKeys: () => masterKeyRing(config, config.DATA_DIR),
       bus: () =>
         (opened ??= createBus(config, { db, logger }).then((bus) => ({ bus, topics: prefixedTopics(config.TOPIC_PREFIX) }))),
       logger,

@@ -52,7 +52,7 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if .Values.database.existingSecret }}{{ .Values.database.existingSecretKey }}{{ else }}DATABASE_URL{{ end -}}
 {{- end -}}
 
-{{/* The Secret with CONNECTOR_SECRET_KEY and CURSOR_SECRET. */}}
+{{/* The Secret with CONNECTOR_SECRET_KEY, CURSOR_SECRET and RAW_LOG_MASTER_KEY. */}}
 {{- define "svc.appSecret" -}}
 {{- .Values.secrets.existingSecret | default (printf "%s-secrets" (include "svc.fullname" .)) -}}
 {{- end -}}
@@ -105,6 +105,9 @@ file under svc.secretsDir. Only what the values set is listed.
 {{- end }}
 {{- if has $component (list "identity-resolver" "conversion-forwarder") }}
 - { env: CONNECTOR_SECRET_KEY_FILE, secret: {{ include "svc.appSecret" $ | quote }}, key: CONNECTOR_SECRET_KEY, path: app/connector-secret-key }
+{{- end }}
+{{- if has $component (list "ingest-gateway" "identity-resolver") }}
+- { env: RAW_LOG_MASTER_KEY_FILE, secret: {{ include "svc.appSecret" $ | quote }}, key: RAW_LOG_MASTER_KEY, path: app/raw-log-master-key }
 {{- end }}
 {{- end -}}
 

@@ -7,6 +7,7 @@ import { HOLD_OFF_REPLAY } from '../replay-lock';
 import type { SignalType } from '../signals';
 import { clickIdHash, identifierHash } from './hash';
 import { appendAudit } from './requests';
+import { deleteSubjectKeys } from './subject-keys';
 
 /**
  * Carrying an erasure out, in the caller's transaction (the identity
@@ -14,7 +15,9 @@ import { appendAudit } from './requests';
  * profile merged into it, their identity signals, stored events, sessions,
  * click IDs, fingerprints, merge records and pending outbox rows are
  * deleted, from the live projections and from any `identity_before_replay_*`
- * schema a replay kept; every identifier they had is suppressed (hashed);
+ * schema a replay kept; the data keys of their anonymous ids are deleted, so
+ * their events in the raw log no longer open; every identifier they had is
+ * suppressed (hashed);
  * the outcome and the audit rows are written; and the tombstone
  * (profiles.erased) goes into the outbox. Idempotent: an erasure with an
  * outcome is not carried out again.
@@ -89,11 +92,19 @@ export async function eraseProfile(trx: Db, input: EraseInput): Promise<EraseRes
     counts.replay_backups = (counts.replay_backups ?? 0) + Object.values(removed).reduce((n, c) => n + c, 0);
   }
 
+  // Crypto-shredding: the keys of the person's anonymous ids go, and every copy of their events in the raw log stops opening.
+  counts.raw_log_keys = await deleteSubjectKeys(
+    trx,
+    orgId,
+    identifiers.filter((i) => i.type === 'anonymous_id').map((i) => i.hash),
+  );
   if (identifiers.length > 0) {
     await trx.raw(
       `insert into privacy.suppressions (org_id, identifier_type, identifier_hash, erasure_id)
        select ?, t, h, ? from unnest(?::text[], ?::text[]) as x (t, h)
-       on conflict do nothing`,
+       on conflict (org_id, identifier_type, identifier_hash) do update
+         set erasure_id = excluded.erasure_id, suppressed_at = clock_timestamp(), lifted_at = null
+         where privacy.suppressions.lifted_at is not null`,
       [orgId, erasureId, identifiers.map((i) => i.type), identifiers.map((i) => i.hash)],
     );
   }

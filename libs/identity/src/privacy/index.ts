@@ -18,4 +18,20 @@ export {
   type ErasureTarget,
   type UnsuppressInput,
 } from './requests';
-export { suppressedIdentifiers, SUPPRESSED_SQL } from './suppression';
+export { keptOut, suppressedIdentifiers, SUPPRESSED_SQL } from './suppression';
+export { UnreadableRawEventError, isSealed, openRawEvent, openRawLog, sealRawEvent, type OpenedRawLog } from './raw-log-seal';
+export {
+  DataKeyReader,
+  MasterKeyMissingError,
+  MasterKeyRing,
+  RawLogKeyError,
+  SUBJECT_KEY_HOLD_MS,
+  SubjectKeys,
+  deleteSubjectKeys,
+  masterKey,
+  rewrapSubjectKeys,
+  subjectKeysByMasterKey,
+  type DataKey,
+  type MasterKey,
+} from './subject-keys';
+export { masterKeyRing, rawLogKeyConfigSpec, requiredRawLogKeyConfigSpec, type RawLogKeySettings } from './config';

@@ -12,7 +12,11 @@ import { sqlMigration, type MigrationSet } from '@svc/runtime';
  *   same port's publisher.
  * - erasure_outcomes, suppressions: the identity resolver, which carries the
  *   erasure out (`eraseProfile`); `svcctl unsuppress` lifts a suppression
- *   through `unsuppress`.
+ *   through `unsuppress` (stamps lifted_at: events received before it stay
+ *   out).
+ * - subject_keys: the ingest gateway makes a subject's key on its first
+ *   event; the identity resolver deletes it with the person (`eraseProfile`);
+ *   `svcctl keys rewrap` wraps the keys again under a new master key.
  * - audit_log: append-only (a trigger refuses updates and deletes); a row
  *   per request, outcome and suppression change, written in the same
  *   transaction as the change it records. It never holds an erased value:
@@ -84,6 +88,26 @@ export const privacyMigrations: MigrationSet = {
       end $$;
       create trigger audit_log_append_only before update or delete on privacy.audit_log
         for each row execute function privacy.refuse_rewrite();
+    `),
+    sqlMigration('0002_subject_keys', `
+      -- The data keys that seal events.raw (subject-keys.ts): one per organisation and anonymous id,
+      -- named by its suppression hash, wrapped under the master key master_key_id names. An erasure
+      -- deletes the rows of the person's anonymous ids, and their events in the log no longer open.
+      create table privacy.subject_keys (
+        org_id uuid not null,
+        subject_hash text not null,
+        key_id uuid not null unique,
+        wrapped_key bytea not null,
+        master_key_id text not null,
+        created_at timestamptz not null default clock_timestamp(),
+        primary key (org_id, subject_hash)
+      );
+      create index subject_keys_by_master_key on privacy.subject_keys (master_key_id);
+    `),
+    sqlMigration('0003_suppression_lifts', `
+      -- unsuppress lets new events in, and only those: a lifted suppression stays, with the time it was
+      -- lifted, and an event received before then that carries the identifier stays out (a replay too).
+      alter table privacy.suppressions add column lifted_at timestamptz;
     `),
   ],
 };

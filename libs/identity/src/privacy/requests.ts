@@ -233,10 +233,12 @@ export interface UnsuppressInput {
 
 /**
  * Lifts the suppression of one identifier (the person came back and
- * consented again): events carrying it are stored again from now on. The
- * events the resolver dropped meanwhile stay dropped (a replay would store
- * those still in the log). Returns whether it was suppressed; an identifier
- * that cannot be one is a ValidationError for the caller to report.
+ * consented again): events carrying it received from now on are stored. The
+ * row stays, stamped lifted_at, so every event received before (dropped
+ * meanwhile, or from before the erasure) stays out, in a replay too; the
+ * erasure's own events no longer open anyway (their keys are gone).
+ * Returns whether it was in force; an identifier that cannot be one is a
+ * ValidationError for the caller to report.
  */
 export async function unsuppress(db: Db, input: UnsuppressInput): Promise<{ lifted: boolean; hash: string } | undefined> {
   const value = normaliseIdentifier(input.type, input.value, input.defaultPhoneCountryCode);
@@ -245,7 +247,8 @@ export async function unsuppress(db: Db, input: UnsuppressInput): Promise<{ lift
   return db.transaction(async (trx) => {
     const removed = (await trx('privacy.suppressions')
       .where({ org_id: input.orgId, identifier_type: input.type, identifier_hash: hash })
-      .delete()
+      .whereNull('lifted_at')
+      .update({ lifted_at: trx.raw('clock_timestamp()') })
       .returning('erasure_id')) as Array<{ erasure_id: string | null }>;
     if (removed.length === 0) return { lifted: false, hash };
     await appendAudit(trx, {
@@ -273,7 +276,8 @@ export async function unsuppressErasure(
     if (!(await trx('privacy.erasure_requests').where({ org_id: input.orgId, id: input.erasureId }).first('id'))) return undefined;
     const removed = (await trx('privacy.suppressions')
       .where({ org_id: input.orgId, erasure_id: input.erasureId })
-      .delete()
+      .whereNull('lifted_at')
+      .update({ lifted_at: trx.raw('clock_timestamp()') })
       .returning(['identifier_type', 'identifier_hash'])) as Array<{ identifier_type: string; identifier_hash: string }>;
     const lifted = removed.map((r) => ({ type: r.identifier_type, hash: r.identifier_hash })).sort((a, b) => a.type.localeCompare(b.type) || a.hash.localeCompare(b.hash));
     if (lifted.length > 0) {

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { busMigrations, createPostgresLogBus, prefixedTopics, type IncomingMessage, type PostgresLogBus } from '@svc/bus';
-import type { InboundEvent, RawEventEnvelope, TopicSpec } from '@svc/contracts';
+import { busMigrations, createPostgresLogBus, prefixedTopics, type IncomingMessage, type OutgoingMessage, type PostgresLogBus } from '@svc/bus';
+import type { InboundEvent, RawEventEnvelope, RawLogMessage, TopicSpec } from '@svc/contracts';
 import { AccountsStore, accountsMigrations, createDb, createMetrics, type Db, type Logger } from '@svc/runtime';
 import { createTestDatabase, rawEnvelope, testLogger, type TestDatabase } from '@svc/testkit';
 import { resolverMetrics, type ResolverMetrics } from '../metrics';
 import type { EventRow as PlannedEventRow } from '../plan';
-import { identityMigrations, privacyMigrations } from '@svc/identity';
+import { DataKeyReader, MasterKeyRing, SubjectKeys, identityMigrations, openRawLog, privacyMigrations, sealRawEvent } from '@svc/identity';
 import { startResolver, type RunningResolver, type StartResolverOptions } from '../start';
 
 /**
@@ -16,6 +16,8 @@ import { startResolver, type RunningResolver, type StartResolverOptions } from '
 export class Harness {
   readonly topics = prefixedTopics(`ir${randomBytes(3).toString('hex')}.`);
   readonly logger: Logger = testLogger('identity-resolver-test');
+  /** The raw log's master key of this suite's "deployment". */
+  readonly masterKeys = new MasterKeyRing(randomBytes(32));
   t!: TestDatabase;
   /** The bus tests produce with and listen on. */
   bus!: PostgresLogBus;
@@ -77,6 +79,7 @@ export class Harness {
       topics: this.topics,
       logger: this.logger,
       metrics,
+      masterKeys: this.masterKeys,
       relay: { intervalMs: 100 },
       ...options,
     });
@@ -92,14 +95,39 @@ export class Harness {
     return rawEnvelope(orgId, event, receivedAt);
   }
 
-  /** Produces to the raw topic keyed as the gateway does (org:anonymousId); returns the message ids. */
-  async produce(envelopes: readonly RawEventEnvelope[]): Promise<string[]> {
-    const results = await this.bus.produce(
-      this.topics.eventsRaw,
-      envelopes.map((e) => ({ key: `${e.orgId}:${e.event.anonymousId}`, value: e })),
-    );
+  /** A key reader over this suite's keys, as the resolver has (for handlers a test builds itself). */
+  keyReader(): DataKeyReader {
+    return new DataKeyReader(this.db, this.masterKeys);
+  }
+
+  /**
+   * Produces to the raw topic as the gateway does: each event sealed under
+   * its anonymous id's data key, keyed org:keyId (`sealed: false`: in clear,
+   * as the log held events before they were sealed); returns the message ids.
+   */
+  async produce(envelopes: readonly RawEventEnvelope[], { sealed = true }: { sealed?: boolean } = {}): Promise<string[]> {
+    const keys = new SubjectKeys(this.db, this.masterKeys);
+    const messages: Array<OutgoingMessage<RawLogMessage>> = [];
+    for (const e of envelopes) {
+      if (!sealed) {
+        messages.push({ key: `${e.orgId}:${e.event.anonymousId}`, value: e });
+        continue;
+      }
+      const key = (await keys.forSubjects(e.orgId, [e.event.anonymousId])).get(e.event.anonymousId)!;
+      messages.push({ key: `${e.orgId}:${key.id}`, value: sealRawEvent(e, key) });
+    }
+    const results = await this.bus.produce(this.topics.eventsRaw, messages);
     if (!results.every((r) => r.ok)) throw new Error('produce failed');
     return envelopes.map((e) => e.event.messageId);
+  }
+
+  /** The message of `messages` (a dead-letter topic's, say) that holds the event `messageId`, opened with this suite's keys. */
+  async findEvent<M extends { value: unknown }>(messages: readonly M[], messageId: string): Promise<M | undefined> {
+    for (const m of messages) {
+      const [opened] = (await openRawLog(this.keyReader(), [m.value as RawLogMessage])).events;
+      if (opened?.event.messageId === messageId) return m;
+    }
+    return undefined;
   }
 
   /** Produces and waits until every event is stored. */

@@ -1,13 +1,14 @@
 import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { ErrorCodes, Limits, Messages, Topics, type RawEventEnvelope } from '@svc/contracts';
+import { ErrorCodes, Limits, Messages, Topics, type RawEventEnvelope, type RawEventSealed } from '@svc/contracts';
 import type { OutgoingMessage, ProduceResult } from '@svc/bus';
 import { FailedAuthThrottle, InProcessRateLimiter, createApp, createLogger, createMetrics, startHttpServer, type RateLimitRule, type RunningHttpServer, type VerifiedKey } from '@svc/runtime';
 import { verifiedKey } from '@svc/testkit';
 import { mountSegmentRoutes } from './routes';
 import { batchRateRules } from '../limits';
 import { gatewayMetrics } from '../metrics';
+import { SubjectKeysDouble } from '../test-support/subject-keys-double';
 
 /**
  * The Segment-compatible routes against doubles of the gateway's ports: how
@@ -21,7 +22,9 @@ const NOW = new Date('2026-11-21T12:00:30.000Z');
 const key = (type: VerifiedKey['type']): VerifiedKey => verifiedKey({ keyId: `key-${type}`, type });
 const KEYS = new Map([[WRITE, key('write')], [READ, key('read')]]);
 
+/** What the log was given, opened. */
 let produced: Array<OutgoingMessage<RawEventEnvelope>> = [];
+const subjectKeys = new SubjectKeysDouble();
 let hits = new Map<string, number>();
 let server: RunningHttpServer;
 
@@ -44,10 +47,11 @@ beforeAll(async () => {
     readUsage: async () => 0,
     bus: {
       produce: async <T>(_topic: unknown, messages: readonly OutgoingMessage<T>[]): Promise<ProduceResult[]> => {
-        produced.push(...(messages as ReadonlyArray<OutgoingMessage<unknown>> as Array<OutgoingMessage<RawEventEnvelope>>));
+        for (const m of messages) produced.push({ key: m.key, value: subjectKeys.open(m.value as RawEventSealed) });
         return messages.map(() => ({ ok: true }));
       },
     },
+    subjectKeys,
     rawTopic: Topics.eventsRaw,
     trustedProxies: [],
     upgradeUrl: 'https://example.test/billing',
@@ -121,7 +125,7 @@ describe('Segment-compatible routes', () => {
   it('/v1/batch takes the batch and answers as /v1-batch does, naming a bad event', async () => {
     const res = await post('batch', json({ batch: [track({ messageId: 'good' }), { type: 'track', messageId: 'bad', userId: 'u-1' }], sentAt: NOW.toISOString() }), { Authorization: basic(WRITE), 'Content-Type': 'application/json' });
     expect(res).toMatchObject({ status: 200, body: { success: false, processed: 1, failed: 1, errors: [`bad: ${'event name is required for track events'}`] } });
-    expect(produced.map((m) => m.key)).toEqual(['6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f:user:u-1']);
+    expect(produced.map((m) => m.key)).toEqual([`6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f:${subjectKeys.dataKeys.get('user:u-1')!.id}`]);
   });
 
   it('takes the write key from the body, with any Content-Type (sendBeacon sends text/plain), and stores no key', async () => {

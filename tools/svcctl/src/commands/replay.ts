@@ -1,5 +1,6 @@
 import { readToEnd } from '@svc/bus';
-import type { RawEventEnvelope } from '@svc/contracts';
+import type { RawLogMessage } from '@svc/contracts';
+import { DataKeyReader } from '@svc/identity';
 import { replayProjections } from '@svc/identity-resolver';
 import type { Command } from '../command';
 
@@ -17,10 +18,11 @@ export const replayCommands: Record<string, Command> = {
       const started = Date.now();
       const report = await replayProjections({
         db: ctx.db,
+        keys: new DataKeyReader(ctx.db, await ctx.rawLogMasterKeys()),
         logger: ctx.logger,
         batch: { defaultPhoneCountryCode: v['phone-country-code'] ?? ctx.defaultPhoneCountryCode },
         source: (consume) =>
-          readToEnd<RawEventEnvelope>(bus, topics.eventsRaw, (messages) => consume(messages.map((m) => m.value))),
+          readToEnd<RawLogMessage>(bus, topics.eventsRaw, (messages) => consume(messages.map((m) => m.value))),
       });
       return { ...report, durationMs: Date.now() - started };
     },
