@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -54,7 +54,10 @@ describe('standalone stack (npm start)', () => {
     const client = new pg.Client({ host: '127.0.0.1', port: creds.port, user: creds.user, password: creds.password, database: 'svc' });
     await client.connect();
     const { rows } = await client.query(`select key, value from bus.messages where topic = 'events.raw'`);
-    expect(rows).toEqual([{ key: `${org.id}:anon-sa`, value: expect.objectContaining({ orgId: org.id, event: expect.objectContaining({ messageId: 'sa-1' }) }) }]);
+    // Sealed under the visitor's key, which the stack keeps wrapped under the master key it made in DATA_DIR.
+    expect(rows).toEqual([{ key: expect.stringMatching(new RegExp(`^${org.id}:[0-9a-f-]{36}$`)), value: { v: 2, orgId: org.id, receivedAt: expect.any(String), requestId: expect.any(String), keyId: expect.any(String), sealed: expect.any(String) } }]);
+    expect(JSON.stringify(rows)).not.toMatch(/anon-sa|sa-1/);
+    expect((await stat(path.join(dataDir, 'raw-log-master.key'))).mode & 0o777).toBe(0o600);
     // ...and the identity resolver in the same process turns it into a stored event on a profile.
     let stored: Array<{ event_name: string }> = [];
     for (const until = Date.now() + 15_000; stored.length === 0 && Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
