@@ -25,12 +25,16 @@ export interface BatchOptions {
    * conversions.candidates), or null for the spec's defaults.
    */
   conversionNames?: (orgId: string) => Promise<ReadonlySet<string> | null>;
-  /**
-   * Rebuilding the projections (replay.ts): the replay holds the projections
-   * exclusively, so no identity locks; and it restates history rather than
-   * adding to it, so no usage and no outputs.
-   */
+  /** Rebuilding the projections (replay.ts): the replay holds them exclusively, so no identity locks. */
   replay?: boolean;
+  /**
+   * Events the live path already stored (and published, and counted): a
+   * replay restates them, so no usage and no outputs. A replay's events the
+   * live path had not reached are not restated: it stores them as the live
+   * path would, outputs and usage included, and the live path then finds
+   * them stored.
+   */
+  restate?: boolean;
 }
 
 export interface BatchOutcome {
@@ -55,7 +59,7 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
 
   // The organisations' conversion names come from outside this transaction (the caller's function):
   // asked for now, while the transaction goes on; awaited when needed.
-  const conversionNames = options.replay ? undefined : lookUpConversionNames(events, options);
+  const conversionNames = options.restate ? undefined : lookUpConversionNames(events, options);
 
   if (!options.replay) await sql.lockIdentities(trx, identityLockKeys(events));
   const allowed = await withoutSuppressed(trx, events);
@@ -80,7 +84,7 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
 
   const qualifying = conversionNames ? qualifyingConversions(fresh, plan.profileOf, await conversionNames) : [];
   const contacts = await sql.rescoreAndReadContacts(trx, profilesToRescore(plan.effects.fingerprints), contactsNeeded(qualifying));
-  if (options.replay) return outcome;
+  if (options.restate) return outcome;
 
   await sql.addUsageAndOutputs(trx, usageOf(fresh), outputMessages(plan, fresh, qualifying, contacts, options.defaultPhoneCountryCode));
   outcome.resolved = resolvedEvents(plan.effects);

@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { readToEnd } from '@svc/bus';
 import type { RawEventEnvelope, RawLogMessage } from '@svc/contracts';
 import { describeWithPostgres } from '@svc/testkit';
-import { DataKeyReader, MasterKeyMissingError, MasterKeyRing, adminMergeProfiles, setEngagementRules } from '@svc/identity';
+import { DataKeyReader, MasterKeyMissingError, MasterKeyRing, OUTBOX_INSERT, adminMergeProfiles, outboxRecords, profileChange, setEngagementRules } from '@svc/identity';
 import { replayProjections, type ReplayReport } from './replay';
 import { Harness, minutesAgo } from './test-support/harness';
 
@@ -32,6 +32,7 @@ describeWithPostgres('replaying the raw log into fresh projections', () => {
     const b = await h.profileBySignal(org, 'anonymous_id', 'lonely-2');
     await adminMergeProfiles(h.db, { orgId: org, source: a!.id, target: b!.id, actor: 'admin-key', note: 'same person' });
     await setEngagementRules(h.db, org, { version: 1, rules: [{ event: 'purchase', points: 10 }] });
+    await h.waitFor('every output relayed', async () => (await h.count('select count(*) as n from identity.outbox', [])) === 0);
     before = await snapshot(h, 'identity', org);
     usageBefore = await h.db('accounts.monthly_usage').orderBy(['org_id', 'month']);
 
@@ -177,3 +178,82 @@ async function snapshot(h: Harness, schema: string, org: string): Promise<Snapsh
     ),
   };
 }
+
+/**
+ * Issue 30: a replay while the live resolver lags (here: stopped) and events,
+ * conversions included, keep arriving. What the resolver had not reached is
+ * stored by the replay with its outputs and usage; what arrives during the
+ * replay is the live path's; nothing is published twice or never.
+ */
+describeWithPostgres('a replay ahead of a lagging resolver hands over without swallowing its work', () => {
+  const h = new Harness();
+  afterAll(() => h.tearDown());
+
+  it('gives every event its events.resolved, conversion candidate, profile change and usage exactly once', async () => {
+    await h.setUp();
+    const resolved = await h.collect(h.topics.eventsResolved);
+    const candidates = await h.collect(h.topics.conversionsCandidates);
+    const changes = await h.collect(h.topics.profilesChanges);
+    const org = await h.org();
+    const purchase = (anonymousId: string, n: number) =>
+      h.envelope(org, { type: 'track', event: 'purchase', anonymousId, timestamp: minutesAgo(30 - n), properties: { value: n, currency: 'EUR', order_id: `o-${anonymousId}-${n}` }, context: { campaign: { gclid: `g-${anonymousId}` } } });
+    const page = (anonymousId: string, n: number) => h.envelope(org, { type: 'page', anonymousId, timestamp: minutesAgo(30 - n) });
+
+    // Stored by the live path before it stops.
+    const first = await h.startResolver();
+    const stored = [page('known-1', 1), purchase('known-1', 2), page('known-2', 3)];
+    await h.ingest(stored);
+    await h.waitFor('the first outputs relayed', async () => (await h.count('select count(*) as n from identity.outbox', [])) === 0);
+    await first.stop();
+    // What the live path committed but had not relayed when the replay began (its relay stopped with it).
+    const pending = randomUUID();
+    await h.db.raw(OUTBOX_INSERT, [outboxRecords([profileChange(org, pending, 'updated')])]);
+
+    // The resolver lags: these reach the log only.
+    const behind = [page('known-1', 4), purchase('known-2', 5), page('new-1', 6), purchase('new-1', 7), h.envelope(org, { type: 'identify', anonymousId: 'new-2', userId: 'u-new-2', timestamp: minutesAgo(22) })];
+    await h.produce(behind);
+
+    // And these arrive while the replay runs.
+    const replay = replayProjections({
+      db: h.db,
+      logger: h.logger,
+      label: 'handover',
+      keys: h.keyReader(),
+      source: (consume) => readToEnd<RawLogMessage>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value)), { maxBatchSize: 3 }),
+    });
+    const during = [purchase('new-3', 8), page('known-2', 9)];
+    await h.produce(during);
+    const report = await replay;
+    expect(report).toMatchObject({ skipped: 0, suppressed: 0, erased: 0 });
+    // Everything behind the resolver, and whatever of `during` the replay's read reached.
+    expect(report.caughtUp).toBeGreaterThanOrEqual(behind.length);
+    expect(report.caughtUp).toBeLessThanOrEqual(behind.length + during.length);
+
+    // The pending row moved into the new outbox, to be sent.
+    expect(await h.count(`select count(*) as n from identity.outbox where message_key = ?`, [pending])).toBe(1);
+
+    // The live path resumes where it stopped.
+    await h.startResolver();
+    const all = [...stored, ...behind, ...during];
+    await h.waitForStored(org, all.map((e) => e.event.messageId));
+    await h.waitFor('every output relayed', async () => (await h.count('select count(*) as n from identity.outbox', [])) === 0);
+    await h.waitFor('every event resolved', () => new Set(resolved.map((m) => m.value.messageId)).size >= all.length);
+    // Late duplicates would come within the relay's next rounds.
+    await new Promise((r) => setTimeout(r, 1_000));
+
+    const times = (messages: typeof resolved, id: string) => messages.filter((m) => m.value.messageId === id).length;
+    for (const e of all) expect([e.event.messageId, times(resolved, e.event.messageId)]).toEqual([e.event.messageId, 1]);
+    const purchases = all.filter((e) => e.event.event === 'purchase');
+    for (const e of purchases) expect([e.event.messageId, times(candidates, e.event.messageId)]).toEqual([e.event.messageId, 1]);
+    expect(candidates).toHaveLength(purchases.length);
+    // A profile first seen behind the resolver was announced, once as created.
+    for (const visitor of ['new-1', 'new-2', 'new-3']) {
+      const profile = await h.profileBySignal(org, 'anonymous_id', visitor);
+      expect([visitor, changes.filter((m) => m.value.profileId === profile!.id && m.value.change === 'created').length]).toEqual([visitor, 1]);
+    }
+    expect(changes.filter((m) => m.value.profileId === pending)).toHaveLength(1);
+    // Usage counted once per event.
+    const usage = await h.db('accounts.monthly_usage').where({ org_id: org }).sum<Array<{ n: string }>>({ n: 'unique_events' });
+    expect(Number(usage[0]?.n)).toBe(all.length);
+  }, 120_000);
+});

@@ -1,7 +1,7 @@
 import type { RawEventEnvelope, RawLogMessage } from '@svc/contracts';
 import type { Db, Logger } from '@svc/runtime';
-import { UnreadableRawEventError, excludeWriters, identityMigrations, mergeProfiles, openRawLog, resolveProfileId, type DataKeyReader } from '@svc/identity';
-import { processBatch, type BatchOptions } from './process-batch';
+import { UnreadableRawEventError, eventIdFor, excludeWriters, identityMigrations, mergeProfiles, openRawLog, resolveProfileId, type DataKeyReader } from '@svc/identity';
+import { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
 
 /**
  * Rebuilds the identity projections from the raw log into fresh tables and
@@ -15,6 +15,16 @@ import { processBatch, type BatchOptions } from './process-batch';
  * their input; afterwards they carry on into the new tables, and events the
  * replay already stored are skipped as duplicates. The old schema is kept,
  * renamed, for comparison or rollback.
+ *
+ * Handing over to the live path without swallowing its work: an event the
+ * live path had stored (it is in the old tables) is restated, with no
+ * outputs and no usage, since it had both already. An event it had not
+ * reached (a lagging or stopped resolver, or one that arrived during the
+ * replay) is stored as the live path stores it: its events.resolved,
+ * profiles.changes and conversion candidates go into the outbox and its
+ * usage is counted, once; the live path then finds it stored and skips it.
+ * Outbox rows the live path committed but had not relayed yet are carried
+ * over into the new outbox, so the relay still sends them.
  *
  * Not in the log, so carried over from the old tables: engagement rules and
  * admin merges (re-applied at the end, in their order). Exhausted clicks are
@@ -31,7 +41,8 @@ export interface ReplayOptions {
   /** The raw log's data keys: an event whose key an erasure deleted cannot come back. */
   keys: Pick<DataKeyReader, 'read'>;
   logger: Logger;
-  batch?: Omit<BatchOptions, 'replay'>;
+  /** As the live resolver's: the phone country code, and the conversion names of the events the replay stores first. */
+  batch?: Omit<BatchOptions, 'replay' | 'restate'>;
   /** Suffix of the schema the old tables are kept in (default: the time). */
   label?: string;
 }
@@ -46,6 +57,8 @@ export interface ReplayReport {
   suppressed: number;
   /** Events left out because an erasure deleted the key that sealed them: they no longer open. */
   erased: number;
+  /** Events the live path had not stored yet: stored by the replay with their outputs and usage. */
+  caughtUp: number;
   profiles: number;
   adminMerges: number;
 }
@@ -63,42 +76,40 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
     let skipped = 0;
     let suppressed = 0;
     let erased = 0;
-    const options: BatchOptions = { ...o.batch, replay: true };
+    let caughtUp = 0;
+    const restated: BatchOptions = { ...o.batch, replay: true, restate: true };
+    const caughtUpOptions: BatchOptions = { ...o.batch, replay: true };
     const leftOut = (err: unknown, messageId: string | undefined) => {
       skipped++;
       o.logger.warn({ err, messageId }, 'replay: event left out');
     };
+    /** The outbox ids (after, up to] the caught-up events wrote: theirs to send. */
+    const caughtUpOutbox: Array<[string, string]> = [];
+    const lastOutboxId = async () => (await trx.raw<{ rows: Array<{ id: string }> }>('select coalesce(max(id), 0)::text as id from identity.outbox')).rows[0]!.id;
+    const counted = (r: BatchOutcome, options: BatchOptions) => {
+      suppressed += r.suppressed;
+      if (!options.restate) caughtUp += r.stored;
+    };
     await o.source(async (messages) => {
       events += messages.length;
-      let envelopes: RawEventEnvelope[] = [];
-      try {
-        const opened = await openRawLog(o.keys, messages);
-        erased += opened.erased;
-        envelopes = opened.events;
-      } catch (err) {
-        // A key that cannot be unwrapped (the master key missing) stops the replay: it must not rebuild without those events.
-        if (!(err instanceof UnreadableRawEventError)) throw err;
-        // One does not open with its own key (tampered, or not a raw event): open them one by one and leave that one out.
-        for (const m of messages) {
-          await openRawLog(o.keys, [m]).then(
-            (one) => ((erased += one.erased), envelopes.push(...one.events)),
-            (e: unknown) => {
-              if (!(e instanceof UnreadableRawEventError)) throw e;
-              leftOut(e, undefined);
-            },
-          );
+      const envelopes = await openAll(o.keys, messages, (n) => (erased += n), (err) => leftOut(err, undefined));
+      const handled = await storedBefore(trx, previousSchema, envelopes);
+      // In log order: runs of events the live path had stored, and of events it had not.
+      for (const run of runsBy(envelopes, (e) => handled.has(eventIdFor(e.orgId, e.event.messageId)))) {
+        const options = run.value ? restated : caughtUpOptions;
+        const outboxBefore = run.value ? undefined : await lastOutboxId();
+        try {
+          counted(await trx.transaction((sp) => processBatch(sp, run.items, options)), options);
+        } catch {
+          // One event is bad: resolve them one by one and leave the bad ones out, as the live resolver did.
+          for (const envelope of run.items) {
+            await trx.transaction((sp) => processBatch(sp, [envelope], options)).then(
+              (r) => counted(r, options),
+              (err: unknown) => leftOut(err, envelope.event.messageId),
+            );
+          }
         }
-      }
-      try {
-        suppressed += (await trx.transaction((sp) => processBatch(sp, envelopes, options))).suppressed;
-      } catch {
-        // One event is bad: resolve them one by one and leave the bad ones out, as the live resolver did.
-        for (const envelope of envelopes) {
-          await trx.transaction((sp) => processBatch(sp, [envelope], options)).then(
-            (r) => (suppressed += r.suppressed),
-            (err: unknown) => leftOut(err, envelope.event.messageId),
-          );
-        }
+        if (outboxBefore !== undefined) caughtUpOutbox.push([outboxBefore, await lastOutboxId()]);
       }
     });
 
@@ -107,11 +118,78 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
       [previousSchema],
     );
     const adminMerges = await reapplyAdminMerges(trx, previousSchema, o.logger);
-    // Outputs describe new facts; a replay restates old ones, so nothing is published.
-    await trx.raw('truncate identity.outbox');
+    // Restated events and re-applied admin merges wrote outbox rows too (profiles created, merged): already published
+    // by the live path, so only the caught-up events' rows stay.
+    await trx.raw(
+      `delete from identity.outbox o
+       where not exists (select 1 from unnest(?::bigint[], ?::bigint[]) as r (after, upto) where o.id > r.after and o.id <= r.upto)`,
+      [caughtUpOutbox.map((r) => r[0]), caughtUpOutbox.map((r) => r[1])],
+    );
+    // What the live path committed but had not relayed: still to be sent (last, so the relay's deletes meanwhile are
+    // seen; one it makes after this sends a row again, as after any relay crash: consumers de-duplicate).
+    await trx.raw(
+      `insert into identity.outbox (topic, message_key, payload, event_id, event_ids, created_at)
+       select topic, message_key, payload, event_id, event_ids, created_at from ??.outbox order by id`,
+      [previousSchema],
+    );
     const { rows } = await trx.raw<{ rows: Array<{ n: string }> }>('select count(*) as n from identity.profiles where merged_into is null');
-    return { previousSchema, events, skipped, suppressed, erased, profiles: Number(rows[0]!.n), adminMerges };
+    return { previousSchema, events, skipped, suppressed, erased, caughtUp, profiles: Number(rows[0]!.n), adminMerges };
   });
+}
+
+/**
+ * A run of messages opened with one key read; those whose key is gone counted
+ * by `erased`. One that does not open with its own key (tampered, or not a
+ * raw event) is left out alone; a key that cannot be unwrapped (the master
+ * key missing) stops the replay: it must not rebuild without those events.
+ */
+async function openAll(
+  keys: Pick<DataKeyReader, 'read'>,
+  messages: readonly RawLogMessage[],
+  erased: (n: number) => void,
+  leftOut: (err: unknown) => void,
+): Promise<RawEventEnvelope[]> {
+  try {
+    const opened = await openRawLog(keys, messages);
+    erased(opened.erased);
+    return opened.events;
+  } catch (err) {
+    if (!(err instanceof UnreadableRawEventError)) throw err;
+  }
+  const envelopes: RawEventEnvelope[] = [];
+  for (const m of messages) {
+    try {
+      const one = await openRawLog(keys, [m]);
+      erased(one.erased);
+      envelopes.push(...one.events);
+    } catch (err) {
+      if (!(err instanceof UnreadableRawEventError)) throw err;
+      leftOut(err);
+    }
+  }
+  return envelopes;
+}
+
+/** The ids of the events the live path had stored, among these: those in the tables the replay replaces. */
+async function storedBefore(trx: Db, previousSchema: string, envelopes: readonly RawEventEnvelope[]): Promise<Set<string>> {
+  if (envelopes.length === 0) return new Set();
+  const { rows } = await trx.raw<{ rows: Array<{ id: string }> }>(`select id from ??.events where id = any(?::uuid[])`, [
+    previousSchema,
+    envelopes.map((e) => eventIdFor(e.orgId, e.event.messageId)),
+  ]);
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Consecutive items with the same value of `of`, in order. */
+function runsBy<T>(items: readonly T[], of: (item: T) => boolean): Array<{ value: boolean; items: T[] }> {
+  const runs: Array<{ value: boolean; items: T[] }> = [];
+  for (const item of items) {
+    const value = of(item);
+    const last = runs[runs.length - 1];
+    if (last && last.value === value) last.items.push(item);
+    else runs.push({ value, items: [item] });
+  }
+  return runs;
 }
 
 /** knex's migration log of the schema, so later `migrate` runs see the same migrations applied. */
