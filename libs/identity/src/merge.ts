@@ -23,6 +23,8 @@ export interface MergeInput {
   messageId?: string | null;
   /** Free text an admin gave. */
   note?: string | null;
+  /** Queue the `merged` change (default true); a replay restating a merge the live path published passes false. */
+  publish?: boolean;
 }
 
 interface LockedProfile {
@@ -141,7 +143,7 @@ export async function mergeLockedProfiles(trx: Db, input: MergeInput): Promise<v
       actor: input.actor,
       messageId: input.messageId ?? null,
       note: input.note ?? null,
-      outbox: outboxRecords([profileChange(orgId, s, 'merged', t)]),
+      outbox: outboxRecords(input.publish === false ? [] : [profileChange(orgId, s, 'merged', t)]),
     },
   )) as { rows: Array<{ fingerprints: number }> };
   if ((rows[0]?.fingerprints ?? 0) > 0) await updateStability(trx, orgId, [t]);

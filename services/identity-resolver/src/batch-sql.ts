@@ -90,10 +90,10 @@ export async function insertProfiles(trx: Db, plan: Pick<BatchPlan, 'created' | 
   );
 }
 
-/** The planned merges, each through the identity library's merge (both profiles are locked and live). */
-export async function mergeProfiles(trx: Db, merges: BatchPlan['merges'], actor: string): Promise<void> {
+/** The planned merges, each through the identity library's merge (both profiles are locked and live); `publish` as MergeInput's. */
+export async function mergeProfiles(trx: Db, merges: BatchPlan['merges'], actor: string, publish: boolean): Promise<void> {
   for (const m of merges) {
-    await mergeLockedProfiles(trx, { orgId: m.orgId, sourceId: m.sourceId, targetId: m.targetId, reason: m.reason, actor, messageId: m.messageId });
+    await mergeLockedProfiles(trx, { orgId: m.orgId, sourceId: m.sourceId, targetId: m.targetId, reason: m.reason, actor, messageId: m.messageId, publish });
   }
 }
 

@@ -29,7 +29,8 @@ export interface BatchOptions {
   replay?: boolean;
   /**
    * Events the live path already stored (and published, and counted): a
-   * replay restates them, so no usage and no outputs. A replay's events the
+   * replay restates them, so no usage and no outputs (not even the profiles'
+   * created and merged changes). A replay's events the
    * live path had not reached are not restated: it stores them as the live
    * path would, outputs and usage included, and the live path then finds
    * them stored.
@@ -75,8 +76,8 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   outcome.invalidEngagementRules = engagement.invalid;
   const plan = planBatch(fresh, graphs, engagement.rules);
 
-  await sql.insertProfiles(trx, plan);
-  await sql.mergeProfiles(trx, plan.merges, options.actor ?? ACTOR);
+  await sql.insertProfiles(trx, options.restate ? { created: plan.created, createdChanges: [] } : plan);
+  await sql.mergeProfiles(trx, plan.merges, options.actor ?? ACTOR, !options.restate);
   await sql.writeEffects(trx, plan.effects, plan.madeSignals);
   outcome.stored = fresh.length;
   outcome.profilesCreated = plan.created.length;

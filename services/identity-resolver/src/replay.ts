@@ -83,9 +83,6 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
       skipped++;
       o.logger.warn({ err, messageId }, 'replay: event left out');
     };
-    /** The outbox ids (after, up to] the caught-up events wrote: theirs to send. */
-    const caughtUpOutbox: Array<[string, string]> = [];
-    const lastOutboxId = async () => (await trx.raw<{ rows: Array<{ id: string }> }>('select coalesce(max(id), 0)::text as id from identity.outbox')).rows[0]!.id;
     const counted = (r: BatchOutcome, options: BatchOptions) => {
       suppressed += r.suppressed;
       if (!options.restate) caughtUp += r.stored;
@@ -97,7 +94,6 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
       // In log order: runs of events the live path had stored, and of events it had not.
       for (const run of runsBy(envelopes, (e) => handled.has(eventIdFor(e.orgId, e.event.messageId)))) {
         const options = run.value ? restated : caughtUpOptions;
-        const outboxBefore = run.value ? undefined : await lastOutboxId();
         try {
           counted(await trx.transaction((sp) => processBatch(sp, run.items, options)), options);
         } catch {
@@ -109,7 +105,6 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
             );
           }
         }
-        if (outboxBefore !== undefined) caughtUpOutbox.push([outboxBefore, await lastOutboxId()]);
       }
     });
 
@@ -117,14 +112,8 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
       `insert into identity.engagement_rules (org_id, rules, updated_at) select org_id, rules, updated_at from ??.engagement_rules`,
       [previousSchema],
     );
+    // The outbox now holds the caught-up events' rows only: restated events and re-applied admin merges publish nothing.
     const adminMerges = await reapplyAdminMerges(trx, previousSchema, o.logger);
-    // Restated events and re-applied admin merges wrote outbox rows too (profiles created, merged): already published
-    // by the live path, so only the caught-up events' rows stay.
-    await trx.raw(
-      `delete from identity.outbox o
-       where not exists (select 1 from unnest(?::bigint[], ?::bigint[]) as r (after, upto) where o.id > r.after and o.id <= r.upto)`,
-      [caughtUpOutbox.map((r) => r[0]), caughtUpOutbox.map((r) => r[1])],
-    );
     // What the live path committed but had not relayed: still to be sent (last, so the relay's deletes meanwhile are
     // seen; one it makes after this sends a row again, as after any relay crash: consumers de-duplicate).
     await trx.raw(
@@ -218,7 +207,8 @@ async function reapplyAdminMerges(trx: Db, previousSchema: string, logger: Logge
       logger.warn({ orgId: m.org_id }, 'replay: an admin merge has nothing left to merge');
       continue;
     }
-    await mergeProfiles(trx, { orgId: m.org_id, sourceId, targetId, reason: 'admin', actor: m.actor, note: m.note });
+    // Published when it was made.
+    await mergeProfiles(trx, { orgId: m.org_id, sourceId, targetId, reason: 'admin', actor: m.actor, note: m.note, publish: false });
     applied++;
   }
   return applied;

@@ -24,19 +24,21 @@ const SVCCTL = '@svc/svcctl/dist/main.js';
 /** The exit status, or undefined when the command keeps running and exits by itself (a service, svcctl). */
 async function main(argv: string[]): Promise<number | undefined> {
   const [command = '', ...args] = argv;
+  // The one read of the environment: each command gets it and loads its own settings from it.
+  const env = process.env;
   if (SERVICES.includes(command)) {
-    await (await import('./run-service.js')).runService(command, `@svc/${command}/dist/main.js`, process.env);
+    await (await import('./run-service.js')).runService(command, `@svc/${command}/dist/main.js`, env);
     return undefined;
   }
   switch (command) {
     case 'migrate':
-      return (await import('./migrate.js')).migrateCommand(process.env);
+      return (await import('./migrate.js')).migrateCommand(env);
     case 'topics':
-      return (await import('./topics.js')).topicsCommand(process.env);
+      return (await import('./topics.js')).topicsCommand(env);
     case 'healthcheck':
-      return (await import('./healthcheck.js')).healthcheckCommand(process.env);
+      return (await import('./healthcheck.js')).healthcheckCommand(env);
     case 'smoke-test':
-      return (await import('./smoke-test.js')).smokeTestCommand(process.env);
+      return (await import('./smoke-test.js')).smokeTestCommand(env);
     case 'svcctl':
       // svcctl reads its words from process.argv, as when it runs on its own.
       process.argv = [process.argv[0] ?? 'node', SVCCTL, ...args];

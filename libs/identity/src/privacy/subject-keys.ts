@@ -36,7 +36,7 @@ export class MasterKeyRing {
 
   constructor(current: Buffer, retired: readonly Buffer[] = []) {
     this.current = masterKey(current);
-    for (const key of [current, ...retired]) this.byId.set(masterKey(key).id, key);
+    for (const m of [this.current, ...retired.map(masterKey)]) this.byId.set(m.id, m.key);
   }
 
   key(id: string): Buffer | undefined {
@@ -67,13 +67,6 @@ interface KeyRow {
   master_key_id: string;
 }
 
-/** The data key of a row; throws when its master key is not held or the row does not open (tampered, or moved). */
-function unwrap(ring: MasterKeyRing, row: KeyRow): Buffer {
-  const master = ring.key(row.master_key_id);
-  if (!master) throw new MasterKeyMissingError(row.master_key_id);
-  return openBytes(master, wrapAssociated(row.org_id, row.key_id), row.wrapped_key);
-}
-
 /**
  * A data key that exists but cannot be unwrapped: the process lacks its
  * master key (a configuration fault) or the row was tampered with. Never
@@ -87,6 +80,18 @@ export class RawLogKeyError extends Error {
 export class MasterKeyMissingError extends RawLogKeyError {
   constructor(readonly masterKeyId: string) {
     super(`a raw-log data key is wrapped under master key ${masterKeyId}, which this process does not hold (RAW_LOG_MASTER_KEY, RAW_LOG_MASTER_KEYS_RETIRED)`);
+  }
+}
+
+/** The data key of a row; a RawLogKeyError when its master key is not held or the row does not open (tampered, or moved). */
+function unwrap(ring: MasterKeyRing, row: KeyRow): Buffer {
+  const master = ring.key(row.master_key_id);
+  if (!master) throw new MasterKeyMissingError(row.master_key_id);
+  try {
+    return openBytes(master, wrapAssociated(row.org_id, row.key_id), row.wrapped_key);
+  } catch (err) {
+    if (err instanceof SealedBlobError) throw new RawLogKeyError(`raw-log keys: key ${row.key_id} does not open under master key ${row.master_key_id} (tampered, or another deployment's)`);
+    throw err;
   }
 }
 
@@ -106,24 +111,35 @@ export interface SubjectKeyOptions {
   now?: () => number;
 }
 
-/** Keys a process holds, each with when it was read; the oldest goes first beyond `maxKeys`. */
-class HeldKeys<K> {
+/** How a key is held: by its organisation and the anonymous id (gateway) or key id (resolver). */
+const heldKey = (orgId: string, id: string): string => `${orgId}\u0000${id}`;
+
+/**
+ * What both sides share: the table, the master keys, and the keys this
+ * process holds, each with when it was read (the oldest goes first beyond
+ * `maxKeys`).
+ */
+abstract class HeldKeyTable<K> {
   private readonly held = new Map<string, { key: K; readAt: number }>();
   private readonly maxKeys: number;
-  readonly now: () => number;
+  protected readonly now: () => number;
 
-  constructor(options: SubjectKeyOptions) {
+  constructor(
+    protected readonly db: Db,
+    protected readonly ring: MasterKeyRing,
+    options: SubjectKeyOptions = {},
+  ) {
     this.maxKeys = options.maxKeys ?? 100_000;
     this.now = options.now ?? Date.now;
   }
 
   /** The held key and whether it was read within SUBJECT_KEY_HOLD_MS of `now`. */
-  get(name: string, now: number): { key: K; fresh: boolean } | undefined {
+  protected heldFor(name: string, now: number): { key: K; fresh: boolean } | undefined {
     const held = this.held.get(name);
     return held && { key: held.key, fresh: now - held.readAt <= SUBJECT_KEY_HOLD_MS };
   }
 
-  set(name: string, key: K, readAt: number): void {
+  protected hold(name: string, key: K, readAt: number): void {
     this.held.delete(name);
     // A map iterates in insertion order.
     if (this.held.size >= this.maxKeys) this.held.delete(this.held.keys().next().value!);
@@ -139,25 +155,15 @@ class HeldKeys<K> {
  * held key cannot be sealed, and the caller refuses its events (503) rather
  * than write what could never be opened.
  */
-export class SubjectKeys {
-  private readonly held: HeldKeys<DataKey>;
-
-  constructor(
-    private readonly db: Db,
-    private readonly ring: MasterKeyRing,
-    options: SubjectKeyOptions = {},
-  ) {
-    this.held = new HeldKeys(options);
-  }
-
+export class SubjectKeys extends HeldKeyTable<DataKey> {
   /** The data key of every anonymous id given, by anonymous id. Throws when the database fails and a key is not held. */
   async forSubjects(orgId: string, anonymousIds: readonly string[]): Promise<Map<string, DataKey>> {
     const out = new Map<string, DataKey>();
     const stale: string[] = [];
-    const now = this.held.now();
+    const now = this.now();
     for (const anonymousId of anonymousIds) {
       if (out.has(anonymousId)) continue;
-      const held = this.held.get(heldKey(orgId, anonymousId), now);
+      const held = this.heldFor(heldKey(orgId, anonymousId), now);
       if (held) out.set(anonymousId, held.key);
       if (!held?.fresh) stale.push(anonymousId);
     }
@@ -172,7 +178,7 @@ export class SubjectKeys {
     }
     for (const [anonymousId, key] of read) {
       out.set(anonymousId, key);
-      this.held.set(heldKey(orgId, anonymousId), key, now);
+      this.hold(heldKey(orgId, anonymousId), key, now);
     }
     return out;
   }
@@ -221,33 +227,20 @@ export class SubjectKeys {
   }
 }
 
-/** How a key is held: by its organisation and the anonymous id (gateway) or key id (resolver). */
-const heldKey = (orgId: string, id: string): string => `${orgId}\u0000${id}`;
-
 /**
  * The resolver's and the replay's side: data keys by key id, for opening.
  * A key id with no row was erased (or never existed): absent from the
  * answer, and its events are dropped as erased. Held for
  * SUBJECT_KEY_HOLD_MS; an erasure's events are suppressed by then anyway.
  */
-export class DataKeyReader {
-  private readonly held: HeldKeys<Buffer>;
-
-  constructor(
-    private readonly db: Db,
-    private readonly ring: MasterKeyRing,
-    options: SubjectKeyOptions = {},
-  ) {
-    this.held = new HeldKeys(options);
-  }
-
+export class DataKeyReader extends HeldKeyTable<Buffer> {
   /** The keys of `keyIds` that exist, each checked to be `orgId`'s (the wrapping binds the organisation). */
   async read(wanted: ReadonlyArray<{ orgId: string; keyId: string }>): Promise<Map<string, Buffer>> {
     const out = new Map<string, Buffer>();
-    const now = this.held.now();
+    const now = this.now();
     const ask = new Set<string>();
     for (const { orgId, keyId } of wanted) {
-      const held = this.held.get(heldKey(orgId, keyId), now);
+      const held = this.heldFor(heldKey(orgId, keyId), now);
       if (held?.fresh) out.set(keyId, held.key);
       else ask.add(keyId);
     }
@@ -260,15 +253,9 @@ export class DataKeyReader {
     const orgOf = new Map(wanted.map((w) => [w.keyId, w.orgId]));
     for (const row of rows) {
       if (orgOf.get(row.key_id) !== row.org_id) continue;
-      let key: Buffer;
-      try {
-        key = unwrap(this.ring, row);
-      } catch (err) {
-        if (err instanceof SealedBlobError) throw new RawLogKeyError(`raw-log keys: key ${row.key_id} does not open under master key ${row.master_key_id} (tampered, or another deployment's)`);
-        throw err;
-      }
+      const key = unwrap(this.ring, row);
       out.set(row.key_id, key);
-      this.held.set(heldKey(row.org_id, row.key_id), key, now);
+      this.hold(heldKey(row.org_id, row.key_id), key, now);
     }
     return out;
   }
