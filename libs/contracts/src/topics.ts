@@ -201,9 +201,14 @@ export type ErasureRequest = Static<typeof ErasureRequestSchema>;
  * profiles.erased: the tombstone. A person was erased from the identity
  * projections; every consumer of the other topics should erase them too.
  * Keyed by the surviving profile id, like profiles.changes. No personal data:
- * profile ids, and the person's identifiers as SHA-256 hex of
- * `<orgId>\u0000<type>\u0000<normalised value>` (the suppression hash; a
- * consumer hashes what it stores the same way to find them).
+ * profile ids, and the person's identifiers as keyed hashes of
+ * `<orgId>\u0000<type>\u0000<normalised value>` (the suppression hash:
+ * HMAC-SHA256 layers under IDENTIFIER_HASH_KEYS over its SHA-256, as 64 hex
+ * digits without the stored form's `k<layers>.` prefix; libs/identity
+ * hash.ts), so the schema registered before keyed hashes still holds.
+ * Only a holder of the keys can hash what it stores the same way to find
+ * them; downstream teams match on the profile ids. Tombstones from before
+ * keyed hashes carry the plain SHA-256.
  */
 export const ProfileErasedSchema = Type.Object(
   {
@@ -216,7 +221,7 @@ export const ProfileErasedSchema = Type.Object(
     profileIds: Type.Array(Uuid, { minItems: 1 }),
     /** The person's identifiers, hashed per organisation; now suppressed. */
     identifiers: Type.Array(Type.Object({ type: Type.Union(ERASABLE_IDENTIFIER_TYPES.map((t) => Type.Literal(t))), hash: Sha256Hex }, { additionalProperties: false })),
-    /** The person's click IDs, as SHA-256 hex of `<orgId>\u0000<click type>\u0000<click id>`. */
+    /** The person's click IDs, keyed the same way over `<orgId>\u0000<click type>\u0000<click id>`. */
     clickIds: Type.Array(Type.Object({ type: Type.String(), hash: Sha256Hex }, { additionalProperties: false })),
     erasedAt: Timestamp,
   },

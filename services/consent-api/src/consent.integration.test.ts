@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createPostgresLogBus, prefixedTopics, type Bus, type IncomingMessage } from '@svc/bus';
 import { Messages, type ConsentDecisionEvent } from '@svc/contracts';
@@ -12,7 +13,7 @@ import {
   type RunningHttpServer,
 } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
-import { identityMigrations, privacyMigrations } from '@svc/identity';
+import { IdentifierHashes, identityMigrations, privacyMigrations } from '@svc/identity';
 import { processBatch } from '@svc/identity-resolver';
 import { consentMigrations } from './migrations';
 import type { RepeatingDrain } from '@svc/runtime';
@@ -116,7 +117,7 @@ describeWithPostgres('consent API on PostgreSQL', () => {
       clientIp: '127.0.0.1',
       event: { type: 'identify' as const, messageId: 'id-1', anonymousId: 'anon_stitched', userId: 'user-77', timestamp: new Date().toISOString() },
     };
-    await t.db.transaction((trx) => processBatch(trx, [identify]));
+    await t.db.transaction((trx) => processBatch(trx, [identify], { hashes: new IdentifierHashes([randomBytes(32)]) }));
     const byUser = await send('GET', keys.read, undefined, '?user_id=user-77');
     expect(byUser.body.current).toMatchObject({ analytics: { granted: false } });
   });

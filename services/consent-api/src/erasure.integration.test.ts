@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { ProfileErased } from '@svc/contracts';
-import { identifierHash } from '@svc/identity';
+import { IdentifierHashes } from '@svc/identity';
 import { createLogger } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
 import { createConsentErasureHandler } from './erasure';
@@ -17,6 +17,10 @@ describeWithPostgres('consent records: the erasure redaction', () => {
   const org = randomUUID();
   const other = randomUUID();
   const keyId = randomUUID();
+  // The consumer holds two keys (a rotation under way); the tombstone's hashes are keyed, computed by the database to match.
+  const [k1, k2] = [randomBytes(32), randomBytes(32)];
+  const hashes = new IdentifierHashes([k1, k2]);
+  const previous = new IdentifierHashes([k1]);
   beforeAll(async () => {
     t = await createTestDatabase([consentMigrations]);
   });
@@ -70,13 +74,14 @@ describeWithPostgres('consent records: the erasure redaction', () => {
       profileId: randomUUID(),
       profileIds: [randomUUID()],
       identifiers: [
-        { type: 'anonymous_id', hash: identifierHash(org, 'anonymous_id', 'anon-1') },
-        { type: 'user_id', hash: identifierHash(org, 'user_id', 'u-1') },
+        { type: 'anonymous_id', hash: hashes.published(org, 'anonymous_id', 'anon-1') },
+        // Made by a process that did not have the newest key yet: found in its previous form.
+        { type: 'user_id', hash: previous.published(org, 'user_id', 'u-1') },
       ],
       clickIds: [],
       erasedAt: new Date().toISOString(),
     };
-    const handle = createConsentErasureHandler({ db: t.db, logger: createLogger({ name: 'consent-erasure-test', level: 'silent' }) });
+    const handle = createConsentErasureHandler({ db: t.db, logger: createLogger({ name: 'consent-erasure-test', level: 'silent' }), hashes });
     const batch = { topic: 'profiles.erased', partition: 0, messages: [{ topic: 'profiles.erased', partition: 0, offset: '0', key: tombstone.profileId, value: tombstone, headers: {}, timestamp: new Date() }] };
     await handle(batch);
     // Redelivered: nothing more to do, and no error.

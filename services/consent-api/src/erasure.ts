@@ -1,10 +1,7 @@
 import type { BatchHandler } from '@svc/bus';
 import type { ProfileErased } from '@svc/contracts';
+import { baseHashSql, type IdentifierHashes } from '@svc/identity';
 import type { Db, Logger } from '@svc/runtime';
-
-/** SQL: the suppression hash (libs/identity identifierHash) of a record's column, computed by the database. */
-const hashOf = (type: 'anonymous_id' | 'user_id', column: string) =>
-  `encode(sha256(convert_to(org_id::text, 'UTF8') || '\\x00'::bytea || convert_to('${type}', 'UTF8') || '\\x00'::bytea || convert_to(${column}, 'UTF8')), 'hex')`;
 
 /**
  * Consumes profiles.erased (the tombstone): the consent API redacts the
@@ -19,7 +16,11 @@ const hashOf = (type: 'anonymous_id' | 'user_id', column: string) =>
  * client IP and the user agent are cleared, and the record is never
  * published (again). Idempotent: a redacted record is not matched again.
  */
-export function createConsentErasureHandler(deps: { db: Db; logger: Logger }): BatchHandler<ProfileErased> {
+export function createConsentErasureHandler(deps: { db: Db; logger: Logger; hashes: IdentifierHashes }): BatchHandler<ProfileErased> {
+  // Whether a record's column is one of the tombstone's hashes, computed by the database (keyed as libs/identity's IdentifierHashes).
+  const matches = (type: 'anonymous_id' | 'user_id', column: string, hashesSql: string) =>
+    deps.hashes.sqlMatches(baseHashSql('org_id', `'${type}'`, column), hashesSql);
+  const keys = deps.hashes.sqlBindings();
   return async (batch) => {
     for (const { value: t } of batch.messages) {
       const anon = t.identifiers.filter((i) => i.type === 'anonymous_id').map((i) => i.hash);
@@ -28,8 +29,8 @@ export function createConsentErasureHandler(deps: { db: Db; logger: Logger }): B
         `with theirs as (
            select id, anonymous_id from consent.records
            where org_id = :org and redacted_at is null
-             and (${hashOf('anonymous_id', 'anonymous_id')} = any(:anon::text[])
-                  or (user_id is not null and ${hashOf('user_id', 'user_id')} = any(:users::text[])))
+             and ((anonymous_id is not null and ${matches('anonymous_id', 'anonymous_id', ':anon::text[]')})
+                  or (user_id is not null and ${matches('user_id', 'user_id', ':users::text[]')}))
          ), linked as (
            select id from consent.records
            where org_id = :org and redacted_at is null
@@ -38,7 +39,7 @@ export function createConsentErasureHandler(deps: { db: Db; logger: Logger }): B
          update consent.records set anonymous_id = null, user_id = null, client_ip = null, user_agent = null,
            redacted_at = now(), erasure_id = :erasure, published_at = coalesce(published_at, now())
          where id in (select id from theirs union select id from linked)`,
-        { org: t.orgId, anon, users, erasure: t.erasureId },
+        { ...keys, org: t.orgId, anon, users, erasure: t.erasureId },
       );
       deps.logger.info({ orgId: t.orgId, erasureId: t.erasureId, redacted: (result as { rowCount?: number }).rowCount ?? 0 }, 'consent: erased person’s decisions redacted');
     }

@@ -1,17 +1,18 @@
 import { prefixedTopics } from '@svc/bus';
+import { checkedIdentifierHashes, requiredIdentifierHashConfigSpec, type IdentifierHashes } from '@svc/identity';
 import type { RepeatingDrain } from '@svc/runtime';
 import type { BuiltService, ServiceContext, ServiceDefinition } from '@svc/service';
 import { createConsentErasureHandler } from './erasure';
 import { mountConsentApi } from './routes-setup';
 
 /** The consent API's part of a process: its topic, its publisher and its tombstone consumer (stopped before the bus), and /v1-consent. */
-export async function buildConsentApi({ config, db, bus, logger, lifecycle, failedAuth }: ServiceContext): Promise<BuiltService> {
+export async function buildConsentApi({ config, db, bus, logger, lifecycle, failedAuth }: ServiceContext, hashes: IdentifierHashes): Promise<BuiltService> {
   const topics = prefixedTopics(config.TOPIC_PREFIX);
   await bus.ensureTopics([topics.consentDecisions, topics.profilesErased]);
   let publisher: RepeatingDrain | undefined;
   lifecycle.registerFirst('consent-publisher', () => publisher?.stop());
   // Tombstones: an erased person's decisions are redacted (erasure.ts).
-  const erasures = await bus.subscribe({ groupId: 'consent-api-erasure', topics: [topics.profilesErased], handler: createConsentErasureHandler({ db, logger }) });
+  const erasures = await bus.subscribe({ groupId: 'consent-api-erasure', topics: [topics.profilesErased], handler: createConsentErasureHandler({ db, logger, hashes }) });
   lifecycle.registerFirst('consent-erasures', () => erasures.stop());
   return {
     mount: (router) => {
@@ -21,4 +22,8 @@ export async function buildConsentApi({ config, db, bus, logger, lifecycle, fail
 }
 
 /** The consent API as its own deployment (migrations: the migrate job). */
-export const consentService: ServiceDefinition<Record<never, never>> = { name: 'consent-api', configSpec: {}, build: buildConsentApi };
+export const consentService: ServiceDefinition<typeof requiredIdentifierHashConfigSpec> = {
+  name: 'consent-api',
+  configSpec: requiredIdentifierHashConfigSpec,
+  build: async (ctx) => buildConsentApi(ctx, await checkedIdentifierHashes(ctx.db, ctx.config)),
+};

@@ -1,8 +1,8 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { ProfileErased } from '@svc/contracts';
 import { conversionsMigrations } from '@svc/conversions';
-import { clickIdHash } from '@svc/identity';
+import { IdentifierHashes } from '@svc/identity';
 import { AccountsStore, accountsMigrations, createLogger } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
 import { ERASED_PROFILE_ID, createErasureHandler } from './erasure';
@@ -20,6 +20,9 @@ describeWithPostgres('conversion forwarder: erasure', () => {
   afterAll(() => t.drop());
 
   const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+  const [k1, k2] = [randomBytes(32), randomBytes(32)];
+  const hashes = new IdentifierHashes([k1, k2]);
+  const previous = new IdentifierHashes([k1]);
 
   it('deletes unsent conversions, hashes what a sent one holds in clear, and drops the exhausted click marks', async () => {
     const accounts = new AccountsStore(t.db);
@@ -68,14 +71,17 @@ describeWithPostgres('conversion forwarder: erasure', () => {
       profileId: ann,
       profileIds: [ann],
       identifiers: [],
-      clickIds: [{ type: 'fbclid', hash: clickIdHash(org, 'fbclid', 'IwAR-ann') }],
+      // Made by a process one key behind (a rotation under way): matched in its previous form.
+      clickIds: [{ type: 'fbclid', hash: previous.published(org, 'fbclid', 'IwAR-ann') }],
       erasedAt: new Date().toISOString(),
     };
-    const handle = createErasureHandler({ db: t.db, logger: createLogger({ name: 'forwarder-erasure-test', level: 'silent' }) });
+    const handle = createErasureHandler({ db: t.db, logger: createLogger({ name: 'forwarder-erasure-test', level: 'silent' }), hashes });
     const batch = { topic: 'profiles.erased', partition: 0, messages: [{ topic: 'profiles.erased', partition: 0, offset: '0', key: ann, value: tombstone, headers: {}, timestamp: new Date() }] };
     await handle(batch);
     await handle(batch);
 
+    // What a sent row keeps in place of a clear value: keyed, so a copy of the table cannot be searched by hashing candidates (every IPv4 address).
+    const keyed = (field: string, value: string) => hashes.of(org, field, value);
     const rows = (await t.db('conversions.queue').where({ org_id: org }).orderBy('id').select('profile_id', 'status', 'message_id', 'order_id', 'conversion')) as Array<{
       profile_id: string;
       status: string;
@@ -90,23 +96,23 @@ describeWithPostgres('conversion forwarder: erasure', () => {
     expect(rows[0]).toEqual({
       profile_id: ERASED_PROFILE_ID,
       status: 'sent',
-      message_id: sha('msg-o-1'),
-      order_id: sha('o-1'),
+      message_id: keyed('messageId', 'msg-o-1'),
+      order_id: keyed('orderId', 'o-1'),
       conversion: {
         redacted: true,
-        messageId: sha('msg-o-1'),
+        messageId: keyed('messageId', 'msg-o-1'),
         eventName: 'purchase',
         eventTime: '2026-11-20T10:00:00.000Z',
         value: 10,
         currency: 'EUR',
-        orderId: sha('o-1'),
+        orderId: keyed('orderId', 'o-1'),
         hashedEmail: sha('ann@example.com'),
         hashedPhone: null,
         hashedPhoneDigits: null,
-        clientIp: sha('203.0.113.9'),
-        userAgent: sha('Mozilla/5.0'),
-        pageUrl: sha('https://shop.example.com/checkout?email=ann@example.com'),
-        click: { type: 'fbclid', id: sha('IwAR-ann'), firstSeenAt: '2026-11-19T10:00:00.000Z' },
+        clientIp: keyed('clientIp', '203.0.113.9'),
+        userAgent: keyed('userAgent', 'Mozilla/5.0'),
+        pageUrl: keyed('pageUrl', 'https://shop.example.com/checkout?email=ann@example.com'),
+        click: { type: 'fbclid', id: keyed('clickId', 'IwAR-ann'), firstSeenAt: '2026-11-19T10:00:00.000Z' },
       },
     });
     expect(rows[1]!.conversion).toMatchObject({ clientIp: '203.0.113.9', click: { id: 'IwAR-bob' } });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createPostgresLogBus, prefixedTopics, type PostgresLogBus } from '@svc/bus';
 import type { InboundEvent, RawEventEnvelope } from '@svc/contracts';
 import { conversionsMigrations, qualifyingConversionNames } from '@svc/conversions';
-import { MasterKeyRing, identityMigrations, privacyMigrations } from '@svc/identity';
+import { IdentifierHashes, MasterKeyRing, identityMigrations, privacyMigrations } from '@svc/identity';
 import { startResolver, type RunningResolver } from '@svc/identity-resolver';
 import { AccountsStore, accountsMigrations, createMetrics } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, testLogger, type TestDatabase } from '@svc/testkit';
@@ -53,6 +53,7 @@ describeWithPostgres('conversion forwarder', () => {
       topics,
       logger,
       masterKeys: new MasterKeyRing(randomBytes(32)),
+      hashes: new IdentifierHashes([randomBytes(32)]),
       relay: { intervalMs: 50 },
       batch: { conversionNames: (orgId) => qualifyingConversionNames(t.db, orgId) },
     });

@@ -1,4 +1,5 @@
 import { prefixedTopics } from '@svc/bus';
+import { checkedIdentifierHashes, requiredIdentifierHashConfigSpec, type IdentifierHashes } from '@svc/identity';
 import type { ConfigValues } from '@svc/runtime';
 import type { BuiltService, ServiceConfig, ServiceContext, ServiceDefinition } from '@svc/service';
 import { forwarderConfigSpec, forwarderOwnConfigSpec } from './config';
@@ -16,12 +17,13 @@ import { startForwarder } from './start';
 export async function buildForwarder(
   { config, db, bus, logger, metrics, lifecycle }: ServiceContext<ServiceConfig & ConfigValues<typeof forwarderOwnConfigSpec>>,
   secretKey: Buffer,
+  hashes: IdentifierHashes,
 ): Promise<BuiltService> {
   const forwarder = await startForwarder({
     db,
     bus,
     candidatesTopic: prefixedTopics(config.TOPIC_PREFIX).conversionsCandidates,
-    erasedTopic: prefixedTopics(config.TOPIC_PREFIX).profilesErased,
+    erasures: { topic: prefixedTopics(config.TOPIC_PREFIX).profilesErased, hashes },
     secretKey,
     logger,
     metrics: forwarderMetrics(metrics),
@@ -38,8 +40,10 @@ export async function buildForwarder(
  * job). Any number of replicas may run: the bus shares the topic's
  * partitions and the queue is claimed with SKIP LOCKED.
  */
-export const forwarderService: ServiceDefinition<typeof forwarderConfigSpec> = {
+const configSpec = { ...forwarderConfigSpec, ...requiredIdentifierHashConfigSpec };
+
+export const forwarderService: ServiceDefinition<typeof configSpec> = {
   name: 'conversion-forwarder',
-  configSpec: forwarderConfigSpec,
-  build: (ctx) => buildForwarder(ctx, parseSecretKey(ctx.config.CONNECTOR_SECRET_KEY)),
+  configSpec,
+  build: async (ctx) => buildForwarder(ctx, parseSecretKey(ctx.config.CONNECTOR_SECRET_KEY), await checkedIdentifierHashes(ctx.db, ctx.config)),
 };

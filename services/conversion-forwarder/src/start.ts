@@ -1,5 +1,6 @@
 import type { Bus } from '@svc/bus';
 import type { ConversionCandidate, ProfileErased, TopicSpec } from '@svc/contracts';
+import type { IdentifierHashes } from '@svc/identity';
 import type { Db, Logger } from '@svc/runtime';
 import { ConnectorStore, type Connector } from './connectors';
 import { createCandidateHandler } from './consumer';
@@ -14,8 +15,8 @@ export interface StartForwarderOptions {
   db: Db;
   bus: Bus;
   candidatesTopic: TopicSpec;
-  /** profiles.erased: the tombstones the forwarder erases its own rows by (not consumed when absent). */
-  erasedTopic?: TopicSpec;
+  /** profiles.erased: the tombstones the forwarder erases its own rows by (not consumed when absent), and how their identifiers are hashed. */
+  erasures?: { topic: TopicSpec; hashes: IdentifierHashes };
   /** CONNECTOR_SECRET_KEY, parsed (secrets.ts). */
   secretKey: Buffer;
   logger: Logger;
@@ -48,7 +49,7 @@ export async function startForwarder(o: StartForwarderOptions): Promise<RunningF
     ...(o.pollIntervalMs === undefined ? {} : { pollIntervalMs: o.pollIntervalMs }),
     ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
   });
-  await o.bus.ensureTopics([o.candidatesTopic, ...(o.erasedTopic ? [o.erasedTopic] : [])]);
+  await o.bus.ensureTopics([o.candidatesTopic, ...(o.erasures ? [o.erasures.topic] : [])]);
   worker.start();
   try {
     const subscription = await o.bus.subscribe<ConversionCandidate>({
@@ -63,11 +64,11 @@ export async function startForwarder(o: StartForwarderOptions): Promise<RunningF
         onQueued: () => worker.wake(),
       }),
     });
-    const erasures = o.erasedTopic
+    const erasures = o.erasures
       ? await o.bus.subscribe<ProfileErased>({
           groupId: `${o.groupId ?? 'conversion-forwarder'}-erasure`,
-          topics: [o.erasedTopic],
-          handler: createErasureHandler({ db: o.db, logger: o.logger }),
+          topics: [o.erasures.topic],
+          handler: createErasureHandler({ db: o.db, logger: o.logger, hashes: o.erasures.hashes }),
         })
       : undefined;
     return {

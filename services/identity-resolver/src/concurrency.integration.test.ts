@@ -91,7 +91,7 @@ describeWithPostgres('identity resolver under concurrency and crashes', () => {
     const users = 10;
     const devices = 6;
     const events = traffic(org, users, devices);
-    const handler = createResolverHandler({ db: h.db, bus: h.bus, topics: h.topics, logger: h.logger, keys: h.keyReader(), poisonAttempts: 1 });
+    const handler = createResolverHandler({ db: h.db, bus: h.bus, topics: h.topics, logger: h.logger, keys: h.keyReader(), batch: { hashes: h.hashes }, poisonAttempts: 1 });
     // One batch per device (so every batch touches every user), all at once; the four steps in order.
     const asMessages = (list: RawEventEnvelope[]): Array<IncomingMessage<RawEventEnvelope>> =>
       list.map((value, i) => ({ topic: h.topics.eventsRaw.name, partition: 0, offset: String(i), key: value.event.anonymousId, value, headers: {}, timestamp: new Date() }));

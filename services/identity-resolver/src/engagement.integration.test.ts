@@ -29,7 +29,7 @@ describeWithPostgres('engagement scoring on PostgreSQL', () => {
     return p;
   };
   const redeliver = async (org: string, batch: readonly RawEventEnvelope[]) => {
-    const handler = createResolverHandler({ db: h.db, bus: h.bus, topics: h.topics, logger: h.logger, keys: h.keyReader() });
+    const handler = createResolverHandler({ db: h.db, bus: h.bus, topics: h.topics, logger: h.logger, keys: h.keyReader(), batch: { hashes: h.hashes } });
     const messages = batch.map((value, i): IncomingMessage<RawEventEnvelope> => ({
       topic: h.topics.eventsRaw.name,
       partition: 0,

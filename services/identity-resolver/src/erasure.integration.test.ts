@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { ErasureRequest, ProfileErased } from '@svc/contracts';
-import { getErasure, identifierHash, publishPendingErasures, requestErasure } from '@svc/identity';
+import { getErasure, publishPendingErasures, requestErasure } from '@svc/identity';
 import { describeWithPostgres } from '@svc/testkit';
 import { createErasureHandler } from './erasure';
 import type { ResolverMetrics } from './metrics';
@@ -43,7 +43,7 @@ describeWithPostgres('erasure in the identity resolver', () => {
     const merged = await h.profileBySignal(org, 'user_id', 'u-1');
     expect(await h.count('select count(*) as n from identity.profiles where org_id = ? and merged_into = ?', [org, merged!.id])).toBe(1);
 
-    const recorded = await requestErasure(h.db, { orgId: org, target: { kind: 'email', value: ' One@Example.com' }, actor: 'test' });
+    const recorded = await requestErasure(h.db, { orgId: org, target: { kind: 'email', value: ' One@Example.com' }, actor: 'test', hashes: h.hashes });
     if (recorded.outcome !== 'recorded') throw new Error(`not recorded: ${recorded.outcome}`);
     expect(recorded.erasure).toMatchObject({ status: 'pending', profile_id: merged!.id, requested_by_kind: 'email' });
     expect(await publishPendingErasures(h.db, h.bus, h.topics.erasureRequests)).toBe(1);
@@ -60,10 +60,10 @@ describeWithPostgres('erasure in the identity resolver', () => {
     const suppressed = (await h.db('privacy.suppressions').where({ org_id: org }).select('identifier_type', 'identifier_hash')) as Array<{ identifier_type: string; identifier_hash: string }>;
     expect(suppressed.map((r) => `${r.identifier_type}:${r.identifier_hash}`).sort()).toEqual(
       [
-        `anonymous_id:${identifierHash(org, 'anonymous_id', 'anon-1')}`,
-        `anonymous_id:${identifierHash(org, 'anonymous_id', 'anon-2')}`,
-        `email:${identifierHash(org, 'email', 'one@example.com')}`,
-        `user_id:${identifierHash(org, 'user_id', 'u-1')}`,
+        `anonymous_id:${h.hashes.of(org, 'anonymous_id', 'anon-1')}`,
+        `anonymous_id:${h.hashes.of(org, 'anonymous_id', 'anon-2')}`,
+        `email:${h.hashes.of(org, 'email', 'one@example.com')}`,
+        `user_id:${h.hashes.of(org, 'user_id', 'u-1')}`,
       ].sort(),
     );
     await h.waitFor('the tombstone', () => tombstones.some((m) => (m.value as ProfileErased).erasureId === recorded.erasure.id));
@@ -74,7 +74,7 @@ describeWithPostgres('erasure in the identity resolver', () => {
     // Delivered again (at-least-once): nothing happens a second time.
     const audit = await h.count('select count(*) as n from privacy.audit_log where org_id = ?', [org]);
     const again: ErasureRequest = { v: 1, orgId: org, erasureId: recorded.erasure.id, profileId: merged!.id, requestedAt: new Date().toISOString() };
-    await createErasureHandler({ db: h.db, logger: h.logger })({ topic: h.topics.erasureRequests.name, partition: 0, messages: [{ topic: h.topics.erasureRequests.name, partition: 0, offset: '0', key: merged!.id, value: again, headers: {}, timestamp: new Date() }] });
+    await createErasureHandler({ db: h.db, logger: h.logger, hashes: h.hashes })({ topic: h.topics.erasureRequests.name, partition: 0, messages: [{ topic: h.topics.erasureRequests.name, partition: 0, offset: '0', key: merged!.id, value: again, headers: {}, timestamp: new Date() }] });
     expect(await h.count('select count(*) as n from privacy.audit_log where org_id = ?', [org])).toBe(audit);
     expect(await h.count('select count(*) as n from privacy.erasure_outcomes where erasure_id = ?', [recorded.erasure.id])).toBe(1);
 
@@ -100,7 +100,7 @@ describeWithPostgres('erasure in the identity resolver', () => {
     const second = await h.startResolver({ groupId: 'identity-resolver' });
     const [first] = await h.ingest([h.envelope(org, { type: 'identify', anonymousId: 'busy-0', userId: 'busy-user', traits: { email: 'busy@example.com' } })]);
     expect(first).toBeDefined();
-    const recorded = await requestErasure(h.db, { orgId: org, target: { kind: 'user_id', value: 'busy-user' }, actor: 'test' });
+    const recorded = await requestErasure(h.db, { orgId: org, target: { kind: 'user_id', value: 'busy-user' }, actor: 'test', hashes: h.hashes });
     if (recorded.outcome !== 'recorded') throw new Error(`not recorded: ${recorded.outcome}`);
     // The person's events on eight devices (so on different partitions), before, during and after the erasure.
     const stream = Array.from({ length: 240 }, (_, i) =>

@@ -1,12 +1,13 @@
 import type { BatchHandler } from '@svc/bus';
 import type { ErasureRequest } from '@svc/contracts';
 import type { Db, Logger } from '@svc/runtime';
-import { classifyFailure, eraseProfile, inTransactionWithRetry, recordErasureFailure } from '@svc/identity';
+import { classifyFailure, eraseProfile, inTransactionWithRetry, recordErasureFailure, type IdentifierHashes } from '@svc/identity';
 import type { ResolverMetrics } from './metrics';
 
 export interface ErasureHandlerDeps {
   db: Db;
   logger: Logger;
+  hashes: IdentifierHashes;
   metrics?: ResolverMetrics;
   /** Called after an erasure committed (the outbox relay's wake-up, for the tombstone). */
   onCommitted?: () => void;
@@ -25,7 +26,7 @@ export function createErasureHandler(deps: ErasureHandlerDeps): BatchHandler<Era
   return async (batch) => {
     for (const m of batch.messages) {
       const request = m.value;
-      const input = { orgId: request.orgId, erasureId: request.erasureId, profileId: request.profileId };
+      const input = { orgId: request.orgId, erasureId: request.erasureId, profileId: request.profileId, hashes: deps.hashes };
       let result: Awaited<ReturnType<typeof eraseProfile>>;
       try {
         result = await inTransactionWithRetry(deps.db, (trx) => eraseProfile(trx, input));

@@ -26,7 +26,7 @@ describeWithPostgres('outbox: events.resolved rows', () => {
   /** Two visitors' events, a1 b1 a2 b2 a3, stored in one transaction. */
   async function storeTwoVisitors(org: string): Promise<{ ids: string[]; messageIds: string[] }> {
     const envelopes = ['a', 'b', 'a', 'b', 'a'].map((v, i) => h.envelope(org, { type: 'track', event: `step ${i}`, anonymousId: `visitor-${v}` }));
-    const outcome = await h.db.transaction((trx) => processBatch(trx, envelopes));
+    const outcome = await h.db.transaction((trx) => processBatch(trx, envelopes, { hashes: h.hashes }));
     expect(outcome.stored).toBe(5);
     return { ids: outcome.resolved.map((e) => e.eventId), messageIds: envelopes.map((e) => e.event.messageId) };
   }
@@ -77,9 +77,9 @@ describeWithPostgres('outbox: events.resolved rows', () => {
     const org = await h.org();
     const { ids, messageIds } = await storeTwoVisitors(org);
     const profileA = (await h.event(org, messageIds[0]!)).profile_id;
-    const recorded = await requestErasure(h.db, { orgId: org, target: { kind: 'profile', id: profileA }, actor: 'test' });
+    const recorded = await requestErasure(h.db, { orgId: org, target: { kind: 'profile', id: profileA }, actor: 'test', hashes: h.hashes });
     if (recorded.outcome !== 'recorded') throw new Error(`not recorded: ${recorded.outcome}`);
-    await h.db.transaction((trx) => eraseProfile(trx, { orgId: org, erasureId: recorded.erasure.id, profileId: profileA }));
+    await h.db.transaction((trx) => eraseProfile(trx, { orgId: org, erasureId: recorded.erasure.id, profileId: profileA, hashes: h.hashes }));
     expect((await rowsNaming(ids)).map((r) => r.event_ids)).toEqual([[ids[1], ids[3]]]);
   });
 });

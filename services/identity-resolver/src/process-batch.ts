@@ -1,6 +1,6 @@
 import type { RawEventEnvelope, ResolvedEvent } from '@svc/contracts';
 import type { Db } from '@svc/runtime';
-import { compileStoredEngagementRules, type MergeReason } from '@svc/identity';
+import { compileStoredEngagementRules, type IdentifierHashes, type MergeReason } from '@svc/identity';
 import * as sql from './batch-sql';
 import { buildGraphs, contactsNeeded, distinctEvents, freshEvents, identityLockKeys, outputMessages, planBatch, profilesToRescore, qualifyingConversions, resolvedEvents, usageOf } from './plan';
 import type { PreparedEvent } from './prepare';
@@ -16,6 +16,8 @@ import { withoutSuppressed } from './suppression';
  */
 
 export interface BatchOptions {
+  /** How identifiers are hashed, to find an event's in the suppression list (IDENTIFIER_HASH_KEYS). */
+  hashes: IdentifierHashes;
   /** Who merges, in merges.actor. */
   actor?: string;
   defaultPhoneCountryCode?: string;
@@ -53,7 +55,7 @@ export interface BatchOutcome {
 
 const ACTOR = 'identity-resolver';
 
-export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope[], options: BatchOptions = {}): Promise<BatchOutcome> {
+export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope[], options: BatchOptions): Promise<BatchOutcome> {
   const { events, repeats } = distinctEvents(envelopes, options.defaultPhoneCountryCode);
   const outcome: BatchOutcome = { stored: 0, duplicates: repeats, suppressed: 0, profilesCreated: 0, merges: [], invalidEngagementRules: [], resolved: [] };
   if (events.length === 0) return outcome;
@@ -63,7 +65,7 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   const conversionNames = options.restate ? undefined : lookUpConversionNames(events, options);
 
   if (!options.replay) await sql.lockIdentities(trx, identityLockKeys(events));
-  const allowed = await withoutSuppressed(trx, events);
+  const allowed = await withoutSuppressed(trx, events, options.hashes);
   outcome.suppressed = events.length - allowed.length;
   if (allowed.length === 0) return outcome;
   const state = await sql.readBatchState(trx, allowed);

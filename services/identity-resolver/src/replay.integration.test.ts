@@ -41,6 +41,7 @@ describeWithPostgres('replaying the raw log into fresh projections', () => {
       logger: h.logger,
       label: 'test',
       keys: h.keyReader(),
+      batch: { hashes: h.hashes },
       source: (consume) => readToEnd<RawLogMessage>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value)), { maxBatchSize: 37 }),
     });
   }, 120_000);
@@ -74,6 +75,7 @@ describeWithPostgres('replaying the raw log into fresh projections', () => {
       logger: h.logger,
       label: 'wrong_key',
       keys: new DataKeyReader(h.db, new MasterKeyRing(randomBytes(32))),
+      batch: { hashes: h.hashes },
       source: (consume) => readToEnd<RawLogMessage>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value))),
     });
     await expect(replay).rejects.toThrow(MasterKeyMissingError);
@@ -219,6 +221,7 @@ describeWithPostgres('a replay ahead of a lagging resolver hands over without sw
       logger: h.logger,
       label: 'handover',
       keys: h.keyReader(),
+      batch: { hashes: h.hashes },
       source: (consume) => readToEnd<RawLogMessage>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value)), { maxBatchSize: 3 }),
     });
     const during = [purchase('new-3', 8), page('known-2', 9)];

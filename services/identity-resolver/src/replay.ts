@@ -42,7 +42,7 @@ export interface ReplayOptions {
   keys: Pick<DataKeyReader, 'read'>;
   logger: Logger;
   /** As the live resolver's: the phone country code, and the conversion names of the events the replay stores first. */
-  batch?: Omit<BatchOptions, 'replay' | 'restate'>;
+  batch: Omit<BatchOptions, 'replay' | 'restate'>;
   /** Suffix of the schema the old tables are kept in (default: the time). */
   label?: string;
 }

@@ -216,7 +216,7 @@ describeWithPostgres('identity resolver on PostgreSQL and the Postgres-backed lo
       expect(before.usage).toBe(3);
 
       // Consumed again through the handler, exactly as the bus would redeliver it.
-      const handler = createResolverHandler({ db: h.db, bus: h.bus, topics: h.topics, logger: h.logger, keys: h.keyReader() });
+      const handler = createResolverHandler({ db: h.db, bus: h.bus, topics: h.topics, logger: h.logger, keys: h.keyReader(), batch: { hashes: h.hashes } });
       const redelivery = batch.map((value, i): IncomingMessage<RawEventEnvelope> => ({
         topic: h.topics.eventsRaw.name,
         partition: 0,

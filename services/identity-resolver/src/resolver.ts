@@ -24,7 +24,7 @@ export interface ResolverDeps {
   metrics?: ResolverMetrics;
   /** The raw log's data keys, for opening sealed events. */
   keys: Pick<DataKeyReader, 'read'>;
-  batch?: BatchOptions;
+  batch: BatchOptions;
   /** Events per transaction; a larger bus batch is split (default 200). Bounds the locks one transaction holds. */
   maxEventsPerTransaction?: number;
   /** Attempts of one transaction on deadlocks and serialization failures (default 8). */

@@ -1,10 +1,11 @@
 import { qualifyingConversionNames } from '@svc/conversions';
 import { prefixedTopics } from '@svc/bus';
-import { masterKeyRing, requiredRawLogKeyConfigSpec, type MasterKeyRing } from '@svc/identity';
+import { checkedIdentifierHashes, masterKeyRing, requiredIdentifierHashConfigSpec, requiredRawLogKeyConfigSpec, type IdentifierHashes, type MasterKeyRing } from '@svc/identity';
 import type { ConfigValues } from '@svc/runtime';
 import type { BuiltService, ServiceConfig, ServiceContext, ServiceDefinition } from '@svc/service';
 import { resolverConfigSpec } from './config';
 import { resolverMetrics } from './metrics';
+import { startRehashing } from './rehash';
 import { consumersForPool, startResolver } from './start';
 
 /**
@@ -16,6 +17,7 @@ export async function buildResolver(
   { config, db, bus, logger, metrics, lifecycle }: ServiceContext<ServiceConfig & ConfigValues<typeof resolverConfigSpec>>,
   poolMax: number,
   masterKeys: MasterKeyRing,
+  hashes: IdentifierHashes,
 ): Promise<BuiltService> {
   const consumers = Math.min(config.RESOLVER_CONSUMERS, consumersForPool(poolMax));
   if (consumers < config.RESOLVER_CONSUMERS) {
@@ -30,6 +32,7 @@ export async function buildResolver(
     logger,
     metrics: resolverMetrics(metrics),
     masterKeys,
+    hashes,
     groupId: config.RESOLVER_GROUP_ID,
     maxBatchSize: config.RESOLVER_BATCH_SIZE,
     batchWaitMs: config.RESOLVER_BATCH_WAIT_MS,
@@ -42,14 +45,17 @@ export async function buildResolver(
     },
   });
   lifecycle.registerFirst('identity-resolver', () => resolver.stop(), { timeoutMs: 30_000 });
+  // Stored identifier hashes brought under the newest key (a rotation, or rows from before keyed hashes).
+  const rehash = startRehashing({ db, hashes, logger });
+  lifecycle.registerFirst('identifier-rehash', () => rehash.stop());
   return { readiness: { resolving: resolver.stalls.readinessCheck } };
 }
 
 /** The identity resolver as its own deployment (migrations: the migrate job). */
-const configSpec = { ...resolverConfigSpec, ...requiredRawLogKeyConfigSpec };
+const configSpec = { ...resolverConfigSpec, ...requiredRawLogKeyConfigSpec, ...requiredIdentifierHashConfigSpec };
 
 export const resolverService: ServiceDefinition<typeof configSpec> = {
   name: 'identity-resolver',
   configSpec,
-  build: async (ctx) => buildResolver(ctx, ctx.config.DB_POOL_MAX, await masterKeyRing(ctx.config)),
+  build: async (ctx) => buildResolver(ctx, ctx.config.DB_POOL_MAX, await masterKeyRing(ctx.config), await checkedIdentifierHashes(ctx.db, ctx.config)),
 };

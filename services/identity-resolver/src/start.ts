@@ -1,6 +1,6 @@
 import { deadLetterTopicFor, type Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
-import { DataKeyReader, type MasterKeyRing } from '@svc/identity';
+import { DataKeyReader, type IdentifierHashes, type MasterKeyRing } from '@svc/identity';
 import type { Db, Logger } from '@svc/runtime';
 import { DEFAULT_RESOLVER_BATCH_SIZE } from './config';
 import { createErasureHandler } from './erasure';
@@ -28,6 +28,8 @@ export interface StartResolverOptions {
   metrics?: ResolverMetrics;
   /** Unwrap the data keys that seal the raw log (RAW_LOG_MASTER_KEY). */
   masterKeys: MasterKeyRing;
+  /** How identifiers are hashed for the suppression list and erasures (IDENTIFIER_HASH_KEYS). */
+  hashes: IdentifierHashes;
   /** Consumer group of the raw topic (default `identity-resolver`). */
   groupId?: string;
   /** Messages per bus batch, and so at most per transaction (default DEFAULT_RESOLVER_BATCH_SIZE, as configured). */
@@ -47,7 +49,7 @@ export interface StartResolverOptions {
    * partitions (8) leave some idle.
    */
   consumers?: number;
-  batch?: BatchOptions;
+  batch?: Omit<BatchOptions, 'hashes'>;
   /**
    * profiles.erasure-requests: when given, one more member (in the group
    * `<groupId>-erasure`) carries erasures out (erasure.ts). The service
@@ -103,7 +105,7 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     // One key reader for every member: a key read once serves them all.
     keys: new DataKeyReader(o.db, o.masterKeys),
     ...(o.metrics ? { metrics: o.metrics } : {}),
-    ...(o.batch ? { batch: o.batch } : {}),
+    batch: { ...o.batch, hashes: o.hashes },
     maxEventsPerTransaction: maxBatchSize,
     ...(o.transactionAttempts === undefined ? {} : { transactionAttempts: o.transactionAttempts }),
     ...(o.poisonAttempts === undefined ? {} : { poisonAttempts: o.poisonAttempts }),
@@ -134,7 +136,7 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
         o.bus.subscribe({
           groupId: `${o.groupId ?? 'identity-resolver'}-erasure`,
           topics: [o.erasureRequests],
-          handler: createErasureHandler({ db: o.db, logger: o.logger, ...(o.metrics ? { metrics: o.metrics } : {}), onCommitted: () => relay.wake() }),
+          handler: createErasureHandler({ db: o.db, logger: o.logger, hashes: o.hashes, ...(o.metrics ? { metrics: o.metrics } : {}), onCommitted: () => relay.wake() }),
           maxBatchSize: 20,
         }),
       ])),

@@ -1,5 +1,5 @@
 import type { Db } from '@svc/runtime';
-import { eventIdentifierHashes, keptOut, suppressedIdentifiers } from '@svc/identity';
+import { eventIdentifierHashes, keptOut, suppressedIdentifiers, type IdentifierHashes } from '@svc/identity';
 import type { PreparedEvent } from './prepare';
 
 /**
@@ -15,8 +15,8 @@ import type { PreparedEvent } from './prepare';
  * same locks, so it either committed before (its suppressions are seen) or
  * waits for this batch and erases what it stored.
  */
-export async function withoutSuppressed(trx: Db, events: readonly PreparedEvent[]): Promise<readonly PreparedEvent[]> {
-  const hashed = events.map((e) => eventIdentifierHashes(e.orgId, e.identity).map((h) => ({ ...h, orgId: e.orgId })));
+export async function withoutSuppressed(trx: Db, events: readonly PreparedEvent[], hashes: IdentifierHashes): Promise<readonly PreparedEvent[]> {
+  const hashed = events.map((e) => eventIdentifierHashes(hashes, e.orgId, e.identity).map((h) => ({ ...h, orgId: e.orgId })));
   const suppressed = await suppressedIdentifiers(trx, hashed.flat());
   if (suppressed.size === 0) return events;
   return events.filter((e, i) => !hashed[i]!.some((h) => keptOut(suppressed.get(`${h.orgId}\u0000${h.type}\u0000${h.hash}`), e.receivedAt)));

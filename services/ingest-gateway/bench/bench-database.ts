@@ -8,6 +8,8 @@ import { AccountsStore, accountsMigrations, createDb, rateLimitMigrations, runMi
 
 /** The raw log's master key the benches' gateways seal with. */
 export const BENCH_RAW_LOG_MASTER_KEY = randomBytes(32).toString('hex');
+/** And the identifier hash keys they name visitors' data keys with. */
+export const BENCH_IDENTIFIER_HASH_KEYS = randomBytes(32).toString('hex');
 
 /** What the gateway benches share: an embedded PostgreSQL with the gateway's schemas, and organisations' write keys made in it. */
 export interface BenchDatabase {

@@ -7,7 +7,7 @@ import { env, freePort, loadConfigOrExit, SERVICE_NODE_FLAGS } from '@svc/runtim
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { cpuSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
-import { BENCH_RAW_LOG_MASTER_KEY, startBenchDatabase } from './bench-database';
+import { BENCH_IDENTIFIER_HASH_KEYS, BENCH_RAW_LOG_MASTER_KEY, startBenchDatabase } from './bench-database';
 import { batchBody, runLoad, type LoadResult } from './load';
 
 /**
@@ -69,7 +69,7 @@ async function main(): Promise<void> {
     for (const [kind, perMinute] of [['throttled', '60'], ['open', '1000000000']] as const) {
       const port = await freePort();
       const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, GATEWAY_MAIN], {
-        env: { DATABASE_URL: database.url, RAW_LOG_MASTER_KEY: BENCH_RAW_LOG_MASTER_KEY, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: `flood${kind}${Date.now()}.`, UNAUTHENTICATED_PER_MINUTE: perMinute },
+        env: { DATABASE_URL: database.url, RAW_LOG_MASTER_KEY: BENCH_RAW_LOG_MASTER_KEY, IDENTIFIER_HASH_KEYS: BENCH_IDENTIFIER_HASH_KEYS, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: `flood${kind}${Date.now()}.`, UNAUTHENTICATED_PER_MINUTE: perMinute },
         stdio: ['ignore', 'inherit', 'inherit'],
       });
       gateways[kind] = { child, url: `http://127.0.0.1:${port}` };

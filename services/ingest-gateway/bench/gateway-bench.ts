@@ -11,7 +11,7 @@ import {
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { cpuSeconds, machineSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
-import { BENCH_RAW_LOG_MASTER_KEY, startBenchDatabase, type BenchDatabase } from './bench-database';
+import { BENCH_IDENTIFIER_HASH_KEYS, BENCH_RAW_LOG_MASTER_KEY, startBenchDatabase, type BenchDatabase } from './bench-database';
 import { batchBody, runLoad, type LoadOptions, type LoadResult } from './load';
 
 /**
@@ -115,7 +115,7 @@ async function benchTier(database: BenchDatabase, env: Record<string, string>, r
     const port = await freePort();
     const child = spawn(process.execPath, [...nodeArgs, GATEWAY_MAIN], {
       // Only what it is given: the bench's own environment is its knobs, not the gateway's.
-      env: { ...env, DATABASE_URL: database.url, RAW_LOG_MASTER_KEY: BENCH_RAW_LOG_MASTER_KEY, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: topicPrefix },
+      env: { ...env, DATABASE_URL: database.url, RAW_LOG_MASTER_KEY: BENCH_RAW_LOG_MASTER_KEY, IDENTIFIER_HASH_KEYS: BENCH_IDENTIFIER_HASH_KEYS, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', TOPIC_PREFIX: topicPrefix },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     gateways.push({ child, port });

@@ -39,6 +39,7 @@ describeWithKafkaAnd('gateway through a database outage (Kafka)', ['postgresql']
     TOPIC_PREFIX: prefix,
     KEY_OUTAGE_GRACE_SECONDS: grace,
     RAW_LOG_MASTER_KEY: masterKey,
+    IDENTIFIER_HASH_KEYS: randomBytes(32).toString('hex'),
     STARTUP_CONNECT_TIMEOUT_SECONDS: '10',
   });
 

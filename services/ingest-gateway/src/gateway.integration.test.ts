@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createKafkaBus, createPostgresLogBus, prefixedTopics, type Bus, type IncomingMessage } from '@svc/bus';
 import { randomBytes } from 'node:crypto';
 import { Messages, type RawLogMessage } from '@svc/contracts';
-import { DataKeyReader, MasterKeyRing, openRawLog, privacyMigrations } from '@svc/identity';
+import { DataKeyReader, IdentifierHashes, MasterKeyRing, openRawLog, privacyMigrations } from '@svc/identity';
 import {
   AccountsStore,
   FailedAuthThrottle,
@@ -63,7 +63,7 @@ function gatewaySuite(makeBus: (t: TestDatabase) => Bus, storedMessages: RawRead
           metrics,
           readiness: async () => ({ checks: {} }),
           mount: (router) =>
-            mountGateway(router, { db: t.db, bus, rawTopic: topics.eventsRaw, logger, metrics, trustedProxies: [], failedAuth: new FailedAuthThrottle(1_000_000), upgradeUrl: 'https://billing.test', keyOutageGraceMs: 300_000, masterKeys }),
+            mountGateway(router, { db: t.db, bus, rawTopic: topics.eventsRaw, logger, metrics, trustedProxies: [], failedAuth: new FailedAuthThrottle(1_000_000), upgradeUrl: 'https://billing.test', keyOutageGraceMs: 300_000, masterKeys, hashes: new IdentifierHashes([randomBytes(32)]) }),
         }),
       );
     }

@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
-import { SubjectKeys, type MasterKeyRing } from '@svc/identity';
+import { SubjectKeys, type IdentifierHashes, type MasterKeyRing } from '@svc/identity';
 import { mountOpenApiDocument } from '@svc/openapi';
 import { AccountsStore, InProcessRateLimiter, KeyCache, PostgresRateLimiter, type Db, type FailedAuthThrottle, type Logger, type Metrics } from '@svc/runtime';
 import { mountBatchRoute, type GatewayDeps } from './batch-route';
@@ -22,6 +22,8 @@ export interface GatewayWiring {
   keyOutageGraceMs: number;
   /** Wraps the data keys that seal the raw log (RAW_LOG_MASTER_KEY). */
   masterKeys: MasterKeyRing;
+  /** Names a visitor's data key by the keyed hash of their anonymous id (IDENTIFIER_HASH_KEYS). */
+  hashes: IdentifierHashes;
 }
 
 /** Builds the gateway's real dependencies and mounts its routes (/v1-batch and the Segment-compatible ones); used by main.ts and the standalone stack. */
@@ -34,7 +36,7 @@ export function mountGateway(router: Router, w: GatewayWiring): void {
     fallbackRateLimiter: new InProcessRateLimiter(),
     readUsage: rememberedThroughOutage((orgId, at) => accounts.monthlyUsage(orgId, at), w.keyOutageGraceMs),
     bus: w.bus,
-    subjectKeys: new SubjectKeys(w.db, w.masterKeys),
+    subjectKeys: new SubjectKeys(w.db, w.masterKeys, w.hashes),
     rawTopic: w.rawTopic,
     trustedProxies: w.trustedProxies,
     failedAuth: w.failedAuth,

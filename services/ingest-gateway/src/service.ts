@@ -1,5 +1,5 @@
 import { prefixedTopics } from '@svc/bus';
-import { masterKeyRing, requiredRawLogKeyConfigSpec, type MasterKeyRing } from '@svc/identity';
+import { checkedIdentifierHashes, masterKeyRing, requiredIdentifierHashConfigSpec, requiredRawLogKeyConfigSpec, type IdentifierHashes, type MasterKeyRing } from '@svc/identity';
 import { env, type ConfigValues } from '@svc/runtime';
 import type { BuiltService, ServiceConfig, ServiceContext, ServiceDefinition } from '@svc/service';
 import { gatewayOwnConfigSpec } from './config';
@@ -9,6 +9,7 @@ import { mountGateway } from './routes';
 export async function buildGateway(
   { config, db, bus, logger, metrics, failedAuth }: ServiceContext<ServiceConfig & ConfigValues<typeof gatewayOwnConfigSpec>>,
   masterKeys: MasterKeyRing,
+  hashes: IdentifierHashes,
 ): Promise<BuiltService> {
   const topics = prefixedTopics(config.TOPIC_PREFIX);
   await bus.ensureTopics([topics.eventsRaw]);
@@ -25,6 +26,7 @@ export async function buildGateway(
         upgradeUrl: config.UPGRADE_URL,
         keyOutageGraceMs: config.KEY_OUTAGE_GRACE_SECONDS * 1_000,
         masterKeys,
+        hashes,
       }),
   };
 }
@@ -32,6 +34,7 @@ export async function buildGateway(
 const configSpec = {
   ...gatewayOwnConfigSpec,
   ...requiredRawLogKeyConfigSpec,
+  ...requiredIdentifierHashConfigSpec,
   // Each request checks the key, the limits and the usage: more connections than the other services.
   DB_POOL_MAX: env.int({ description: 'Database connections of this process', default: 20, min: 2, max: 200 }),
 };
@@ -40,7 +43,7 @@ const configSpec = {
 export const gatewayService: ServiceDefinition<typeof configSpec> = {
   name: 'ingest-gateway',
   configSpec,
-  build: async (ctx) => buildGateway(ctx, await masterKeyRing(ctx.config)),
+  build: async (ctx) => buildGateway(ctx, await masterKeyRing(ctx.config), await checkedIdentifierHashes(ctx.db, ctx.config)),
   // On Kafka the log is its only hard dependency: API keys and visitors' data keys held, and limits counted, in-process carry it through a database failover.
   servesWithoutDatabase: (config) => config.KAFKA_BROKERS.length > 0,
 };

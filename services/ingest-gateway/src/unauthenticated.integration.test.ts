@@ -12,7 +12,7 @@ import { busMigrations, createPostgresLogBus, prefixedTopics, type Bus } from '@
 import { ErrorCodes, Limits } from '@svc/contracts';
 import { AccountsStore, accountsMigrations, createLogger, createMetrics, failedAuthThrottle, rateLimitMigrations, serveHttp, type Metrics, type RunningHttpServer } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
-import { MasterKeyRing, privacyMigrations } from '@svc/identity';
+import { IdentifierHashes, MasterKeyRing, privacyMigrations } from '@svc/identity';
 import { mountGateway } from './routes';
 
 const PER_MINUTE = 5;
@@ -55,6 +55,7 @@ describeWithPostgres('unauthenticated requests are refused cheaply', () => {
           upgradeUrl: 'https://billing.test',
           keyOutageGraceMs: 0,
           masterKeys: new MasterKeyRing(randomBytes(32)),
+          hashes: new IdentifierHashes([randomBytes(32)]),
         }),
     });
   });

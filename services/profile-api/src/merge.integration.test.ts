@@ -196,7 +196,7 @@ describeWithPostgres('Profiles API admin merge on PostgreSQL', () => {
       const trx = await ingestDb.transaction();
       let merging: ReturnType<typeof merge> | undefined;
       try {
-        await processBatch(trx, traffic(org, 20, 'held'));
+        await processBatch(trx, traffic(org, 20, 'held'), { hashes: h.hashes });
         merging = merge({ source_profile_id: source.id, target_profile_id: target.id, reason: 'held' }, org.admin);
         await waitFor(async () =>
           Number(((await h.db.raw(`select count(*) as n from pg_stat_activity where application_name = 'svc-test' and wait_event_type = 'Lock' and query like '%for update%'`)) as { rows: Array<{ n: number }> }).rows[0]?.n) > 0,

@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
-import { findErasure, publishPendingErasures, requestErasure } from '@svc/identity';
+import { findErasure, publishPendingErasures, requestErasure, type IdentifierHashes } from '@svc/identity';
 import { AccountsStore, PostgresRateLimiter, RepeatingDrain, type Db, type FailedAuthThrottle, type Logger } from '@svc/runtime';
 import { CursorCodec } from './cursor';
 import { mountProfiles } from './routes';
@@ -22,7 +22,7 @@ export interface ProfileApiWiring {
   /** PHONE_DEFAULT_COUNTRY_CODE: a searched phone is normalised as the resolver normalised the stored ones. */
   defaultPhoneCountryCode?: string;
   /** The log and profiles.erasure-requests: with them, the erasure routes are mounted. */
-  erasures?: { bus: Pick<Bus, 'produce'>; topic: TopicSpec };
+  erasures?: { bus: Pick<Bus, 'produce'>; topic: TopicSpec; hashes: IdentifierHashes };
 }
 
 /** Builds the Profiles API's real dependencies and mounts `/v1-profiles` on `router`; returns the erasure publisher to stop at shutdown. */
@@ -49,7 +49,7 @@ export function mountProfileApi(router: Router, w: ProfileApiWiring): RepeatingD
       ? {
           erasures: {
             erasures: {
-              request: (input) => requestErasure(w.db, { ...input, ...(w.defaultPhoneCountryCode ? { defaultPhoneCountryCode: w.defaultPhoneCountryCode } : {}) }),
+              request: (input) => requestErasure(w.db, { ...input, hashes: erasures!.hashes, ...(w.defaultPhoneCountryCode ? { defaultPhoneCountryCode: w.defaultPhoneCountryCode } : {}) }),
               get: (orgId, id) => findErasure(w.db, orgId, id),
             },
             published: () => void publisher.run(),

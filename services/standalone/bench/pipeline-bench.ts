@@ -254,8 +254,9 @@ async function benchTier(
       LOG_LEVEL: 'warn',
       TOPIC_PREFIX: topicPrefix,
       TRUSTED_PROXIES: '127.0.0.0/8',
-      // The gateway and the resolver apart share the raw log's master key, as a deployment gives them one.
+      // The gateway and the resolver apart share the raw log's master key and the hash keys, as a deployment gives them.
       RAW_LOG_MASTER_KEY: randomBytes(32).toString('hex'),
+      IDENTIFIER_HASH_KEYS: randomBytes(32).toString('hex'),
     };
     const launch = (main: string, listenOn: number) =>
       spawn(process.execPath, [...nodeArgs, main], { env: { ...processEnv, PORT: String(listenOn) }, stdio: ['ignore', 'inherit', 'inherit'] });

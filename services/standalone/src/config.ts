@@ -1,7 +1,7 @@
 import { busConfigSpec } from '@svc/bus';
 import { forwarderOwnConfigSpec } from '@svc/conversion-forwarder';
 import { resolverConfigSpec } from '@svc/identity-resolver';
-import { rawLogKeyConfigSpec } from '@svc/identity';
+import { identifierHashConfigSpec, rawLogKeyConfigSpec } from '@svc/identity';
 import { gatewayOwnConfigSpec } from '@svc/ingest-gateway';
 import { profileApiOwnConfigSpec } from '@svc/profile-api';
 import { databaseTlsConfigSpec, env, httpServiceConfigSpec, startupConfigSpec } from '@svc/runtime';
@@ -10,7 +10,7 @@ import { databaseTlsConfigSpec, env, httpServiceConfigSpec, startupConfigSpec } 
 export const standaloneConfigSpec = {
   ...httpServiceConfigSpec,
   DATA_DIR: env.string({
-    description: 'Where the embedded PostgreSQL keeps its data (and the generated keys when CONNECTOR_SECRET_KEY or RAW_LOG_MASTER_KEY is unset)',
+    description: 'Where the embedded PostgreSQL keeps its data (and the generated keys when CONNECTOR_SECRET_KEY, RAW_LOG_MASTER_KEY or IDENTIFIER_HASH_KEYS is unset)',
     default: './.data',
   }),
   DATABASE_URL: env.url({
@@ -26,4 +26,5 @@ export const standaloneConfigSpec = {
   ...forwarderOwnConfigSpec,
   ...resolverConfigSpec,
   ...rawLogKeyConfigSpec,
+  ...identifierHashConfigSpec,
 };

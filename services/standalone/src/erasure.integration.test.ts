@@ -12,7 +12,7 @@
  * identical identifiers is untouched. The erasure routes' bad requests get
  * their documented answers.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -239,7 +239,7 @@ function erasureSuite(tier: Tier): void {
     }
     // The sent conversion keeps what Meta received, hashed; the queued one is gone.
     const [sent] = await queue(a);
-    expect(sent).toMatchObject({ profile_id: '00000000-0000-0000-0000-000000000000', conversion: { redacted: true, eventName: 'purchase', value: 10, currency: 'EUR', click: { type: 'fbclid', id: expect.stringMatching(/^[0-9a-f]{64}$/) } } });
+    expect(sent).toMatchObject({ profile_id: '00000000-0000-0000-0000-000000000000', conversion: { redacted: true, eventName: 'purchase', value: 10, currency: 'EUR', click: { type: 'fbclid', id: expect.stringMatching(/^k1\.[0-9a-f]{64}$/) } } });
     // Consent: only that a decision existed (purposes, source, times, key).
     const consent = await t.db('consent.records').where({ org_id: a.orgId }).select('*');
     expect(consent).toHaveLength(2);
@@ -313,9 +313,12 @@ function erasureSuite(tier: Tier): void {
       [['erase', '--org', a.orgId], 'give exactly one of --profile, --user-id, --email, --phone, --anonymous-id'],
       [['erase', '--org', a.orgId, '--profile', 'prf_nobody'], Messages.profileNotFound],
     ] as const) {
-      const run = await runNode(SVCCTL, args, { DATABASE_URL: t.url, ...busEnv });
+      const run = await runNode(SVCCTL, args, { DATABASE_URL: t.url, DATA_DIR: dataDir, ...busEnv });
       expect([run.code, run.stdout, JSON.parse(run.stderr).error]).toEqual([1, '', message]);
     }
+    // svcctl on another identifier hash key (a DATA_DIR or IDENTIFIER_HASH_KEYS of another deployment) refuses, rather than find nobody.
+    const stranger = await runNode(SVCCTL, ['erase', '--org', a.orgId, '--email', 'ann@example.com'], { DATABASE_URL: t.url, IDENTIFIER_HASH_KEYS: randomBytes(32).toString('hex'), ...busEnv });
+    expect([stranger.code, stranger.stdout, JSON.parse(stranger.stderr).error]).toEqual([1, '', expect.stringMatching(/^IDENTIFIER_HASH_KEYS: key 1 \(id [0-9a-f]{16}\) is not the key this database's identifier hashes are made with/)]);
 
     // The audit trail: every step, and no erased value.
     const audit = await svcctl(['erasure', 'audit', '--org', a.orgId]);
@@ -326,6 +329,15 @@ function erasureSuite(tier: Tier): void {
     expect(TRACES.filter((trace) => JSON.stringify(audit).toLowerCase().includes(trace.toLowerCase()))).toEqual([]);
     // Append-only.
     await expect(t.db.raw('delete from privacy.audit_log')).rejects.toThrow(/append-only/);
+    // A copy of the database alone does not find her by hashing candidates: every hash of her identifiers is keyed
+    // (the key kept in DATA_DIR), none is the plain SHA-256 anyone can compute.
+    const privacyCopy = await tablesAsText(t.db, 'privacy');
+    const plainHashes = [['email', 'ann@example.com'], ['phone', '+442079460958'], ['user_id', ANN.userId], ...ANN.devices.map((d) => ['anonymous_id', d])].map(([type, value]) =>
+      createHash('sha256').update(`${a.orgId}\u0000${type}\u0000${value}`).digest('hex'),
+    );
+    expect(privacyCopy).toMatch(/k1\.[0-9a-f]{64}/);
+    expect(plainHashes.filter((h) => privacyCopy.includes(h))).toEqual([]);
+    expect(await svcctl(['hashes', 'status'])).toEqual({ keys: 1, left: { suppressions: 0, erasure_requests: 0, subject_keys: 0, audit_log: 0 } });
 
     // Through the API: 202 and pending, then done.
     const accepted = await json(await call('POST', '/v1-profiles/erase', a.keys.admin, { anonymous_id: 'anon-someone-else', reason: 'DSR 4412' }));
@@ -398,6 +410,14 @@ async function traces(db: Db, orgId: string): Promise<string[]> {
     for (const trace of TRACES) if (rows.some((r) => r.row.includes(trace.toLowerCase()))) found.push(`${table_schema}.${table_name}: ${trace}`);
   }
   return found;
+}
+
+/** Every row of every table of a schema, as text: what a data-only copy of it holds. */
+async function tablesAsText(db: Db, schema: string): Promise<string> {
+  const tables = (await db('information_schema.tables').where({ table_schema: schema }).pluck('table_name')) as string[];
+  let text = '';
+  for (const table of tables) text += (await db.raw<{ rows: Array<{ row: string }> }>(`select to_jsonb(t)::text as row from ??.?? t`, [schema, table])).rows.map((r) => r.row).join('\n');
+  return text;
 }
 
 async function suppressedCount(root: string): Promise<number> {

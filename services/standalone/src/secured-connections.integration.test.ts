@@ -168,8 +168,8 @@ describeWithKafkaAnd('secured connections: SASL_SSL Kafka, an https registry wit
   const startGateway = async (extra: Record<string, string | undefined>) => {
     const started = Date.now();
     const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.join(SERVICES_DIR, 'ingest-gateway/dist/main.js')], {
-      // Every setting but the connection under test is right: the raw log's master key too.
-      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(await freePort()), LOG_LEVEL: 'error', RAW_LOG_MASTER_KEY: randomBytes(32).toString('hex'), ...login(extra) },
+      // Every setting but the connection under test is right: the raw log's master key and the hash keys too.
+      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(await freePort()), LOG_LEVEL: 'error', RAW_LOG_MASTER_KEY: randomBytes(32).toString('hex'), IDENTIFIER_HASH_KEYS: randomBytes(32).toString('hex'), ...login(extra) },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';

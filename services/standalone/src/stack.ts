@@ -2,7 +2,7 @@ import { checkBus, createBus } from '@svc/bus';
 import { buildConsentApi } from '@svc/consent-api';
 import { buildForwarder, resolveSecretKey } from '@svc/conversion-forwarder';
 import { buildResolver, resolverPoolSize } from '@svc/identity-resolver';
-import { masterKeyRing } from '@svc/identity';
+import { checkedIdentifierHashes, masterKeyRing } from '@svc/identity';
 import { buildGateway } from '@svc/ingest-gateway';
 import { buildProfileApi } from '@svc/profile-api';
 import {
@@ -77,12 +77,13 @@ export async function startStack(config: StackConfig, logger: Logger, signals?: 
     const resolverPool = resolverPoolSize(config.RESOLVER_CONSUMERS);
     const secretKey = await resolveSecretKey(config.CONNECTOR_SECRET_KEY, config.DATA_DIR);
     const masterKeys = await masterKeyRing(config, config.DATA_DIR);
+    const hashes = await checkedIdentifierHashes(shared.db, config, config.DATA_DIR);
     const built: BuiltService[] = [
-      await buildResolver(await context('identity-resolver', resolverPool), resolverPool, masterKeys),
-      await buildForwarder(shared, secretKey),
-      await buildGateway(shared, masterKeys),
-      await buildProfileApi(shared),
-      await buildConsentApi(shared),
+      await buildResolver(await context('identity-resolver', resolverPool), resolverPool, masterKeys, hashes),
+      await buildForwarder(shared, secretKey, hashes),
+      await buildGateway(shared, masterKeys, hashes),
+      await buildProfileApi(shared, hashes),
+      await buildConsentApi(shared, hashes),
     ];
     const http = await serveHttp({
       config,

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Kafka, logLevel } from 'kafkajs';
@@ -51,7 +52,7 @@ describeWithPostgres('entrypoint on PostgreSQL', () => {
 
   it('a service refuses to start on an unmigrated database, says why, and starts once migrate has run', async () => {
     const port = await freePort();
-    const env = { DATABASE_URL: t.url, PORT: String(port), LOG_LEVEL: 'info' };
+    const env = { DATABASE_URL: t.url, PORT: String(port), LOG_LEVEL: 'info', IDENTIFIER_HASH_KEYS: randomBytes(32).toString('hex') };
     const service = start(['profile-api'], env);
     try {
       await until(() => service.output().includes('database schema not ready'), 'the waiting log line');

@@ -258,7 +258,7 @@ async function edgeSecrets(dir: string, kubectl: (args: string[]) => Promise<str
   await kubectl(['-n', NAMESPACE, 'create', 'secret', 'tls', 'svc-tls', '--cert', path.join(pki, 'tls.crt'), '--key', path.join(pki, 'tls.key')]);
   await kubectl(['-n', NAMESPACE, 'create', 'secret', 'generic', 'svc-edge-ca', '--from-file', `ca.crt=${path.join(pki, 'ca.crt')}`]);
   const hex = (bytes: number) => randomBytes(bytes).toString('hex');
-  await kubectl(['-n', NAMESPACE, 'create', 'secret', 'generic', 'svc-secrets', `--from-literal=CONNECTOR_SECRET_KEY=${hex(32)}`, `--from-literal=CURSOR_SECRET=${hex(24)}`, `--from-literal=RAW_LOG_MASTER_KEY=${hex(32)}`]);
+  await kubectl(['-n', NAMESPACE, 'create', 'secret', 'generic', 'svc-secrets', `--from-literal=CONNECTOR_SECRET_KEY=${hex(32)}`, `--from-literal=CURSOR_SECRET=${hex(24)}`, `--from-literal=RAW_LOG_MASTER_KEY=${hex(32)}`, `--from-literal=IDENTIFIER_HASH_KEYS=${hex(32)},${hex(32)}`]);
   return readFile(path.join(pki, 'ca.crt'), 'utf8');
 }
 

@@ -66,7 +66,7 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
     ['production-like values', ['-f', PRODUCTION_VALUES]],
     [
       'values that make the chart keep the secrets',
-      ['--set', 'database.existingSecret=', '--set', 'database.url=postgres://svc:pw@db:5432/svc', '--set', 'secrets.existingSecret=', '--set', `secrets.connectorSecretKey=${'ab'.repeat(32)}`, '--set', `secrets.cursorSecret=${'c'.repeat(40)}`, '--set', `secrets.rawLogMasterKey=${'cd'.repeat(32)}`],
+      ['--set', 'database.existingSecret=', '--set', 'database.url=postgres://svc:pw@db:5432/svc', '--set', 'secrets.existingSecret=', '--set', `secrets.connectorSecretKey=${'ab'.repeat(32)}`, '--set', `secrets.cursorSecret=${'c'.repeat(40)}`, '--set', `secrets.rawLogMasterKey=${'cd'.repeat(32)}`, '--set', `secrets.identifierHashKeys=${'ef'.repeat(32)}\\,${'01'.repeat(32)}`],
     ],
   ])('with %s: lints strictly, renders, and every manifest passes the Kubernetes schemas', async (_name, args) => {
     expect(await lint(CHART, ...args)).toMatchObject({ code: 0 });
@@ -177,7 +177,7 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
       SCHEMA_REGISTRY_CA_FILE: '/etc/svc/secrets/schema-registry/ca.crt',
       SCHEMA_REGISTRY_PASSWORD_FILE: '/etc/svc/secrets/schema-registry/password',
     };
-    const secretVariables = ['DATABASE_URL', 'KAFKA_SASL_PASSWORD', 'SCHEMA_REGISTRY_PASSWORD', 'CONNECTOR_SECRET_KEY', 'CURSOR_SECRET', 'RAW_LOG_MASTER_KEY', 'RAW_LOG_MASTER_KEYS_RETIRED'];
+    const secretVariables = ['DATABASE_URL', 'KAFKA_SASL_PASSWORD', 'SCHEMA_REGISTRY_PASSWORD', 'CONNECTOR_SECRET_KEY', 'CURSOR_SECRET', 'RAW_LOG_MASTER_KEY', 'RAW_LOG_MASTER_KEYS_RETIRED', 'IDENTIFIER_HASH_KEYS'];
     /** The raw log's master key: the gateway seals with it, the resolver opens; no other pod holds it. */
     const withMasterKey = ['svc-ingest-gateway', 'svc-identity-resolver'];
     for (const manifest of manifests) {
@@ -188,6 +188,11 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
       expect({ name: manifest!.metadata.name, masterKey: env.RAW_LOG_MASTER_KEY_FILE }).toEqual({
         name: manifest!.metadata.name,
         masterKey: withMasterKey.includes(manifest!.metadata.name) ? '/etc/svc/secrets/app/raw-log-master-key' : undefined,
+      });
+      // The identifier hashes' keys: every service hashes identifiers (or matches tombstones by them); the hook Jobs do not.
+      expect({ name: manifest!.metadata.name, hashKeys: env.IDENTIFIER_HASH_KEYS_FILE }).toEqual({
+        name: manifest!.metadata.name,
+        hashKeys: manifest!.kind === 'Deployment' ? '/etc/svc/secrets/app/identifier-hash-keys' : undefined,
       });
       // No secret as a value or from secretKeyRef: only their *_FILE paths.
       expect(container!.env.filter((e) => e.valueFrom !== undefined || secretVariables.includes(e.name))).toEqual([]);
@@ -236,15 +241,15 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
   describeCompose();
 
   function describeCompose(): void {
-    /** .env as an operator makes it: .env.example with its four secrets set (dummies here). */
+    /** .env as an operator makes it: .env.example with its five secrets set (dummies here). */
     let envLines: string[];
     beforeAll(async () => {
-      const secrets: Record<string, string> = { POSTGRES_PASSWORD: 'not-a-secret', CONNECTOR_SECRET_KEY: 'ab'.repeat(32), CURSOR_SECRET: 'c'.repeat(40), RAW_LOG_MASTER_KEY: 'cd'.repeat(32) };
+      const secrets: Record<string, string> = { POSTGRES_PASSWORD: 'not-a-secret', CONNECTOR_SECRET_KEY: 'ab'.repeat(32), CURSOR_SECRET: 'c'.repeat(40), RAW_LOG_MASTER_KEY: 'cd'.repeat(32), IDENTIFIER_HASH_KEYS: 'ef'.repeat(32) };
       envLines = (await readFile(path.join(ROOT, '.env.example'), 'utf8')).split('\n').map((line) => {
         const name = line.slice(0, line.indexOf('='));
         return line === `${name}=` && secrets[name] ? `${name}=${secrets[name]}` : line;
       });
-      expect(envLines.filter((line) => /^(POSTGRES_PASSWORD|CONNECTOR_SECRET_KEY|CURSOR_SECRET|RAW_LOG_MASTER_KEY)=.+/.test(line))).toHaveLength(4);
+      expect(envLines.filter((line) => /^(POSTGRES_PASSWORD|CONNECTOR_SECRET_KEY|CURSOR_SECRET|RAW_LOG_MASTER_KEY|IDENTIFIER_HASH_KEYS)=.+/.test(line))).toHaveLength(5);
     });
     async function envFileOf(env: string[]): Promise<string> {
       const envFile = path.join(dir, `compose-${Math.random().toString(36).slice(2)}.env`);
@@ -318,6 +323,15 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
       const holders = Object.entries(services).filter(([, service]) => service.environment?.RAW_LOG_MASTER_KEY !== undefined);
       expect(holders.map(([name]) => name).sort()).toEqual(['identity-resolver', 'ingest-gateway', 'migrate']);
       for (const [name, service] of holders) expect({ name, key: service.environment!.RAW_LOG_MASTER_KEY }).toEqual({ name, key: 'cd'.repeat(32) });
+    });
+
+    it('compose: every service that hashes identifiers, and migrate (where svcctl runs), gets the one list of identifier hash keys of .env', async () => {
+      const result = await run(tools.dockerCompose, ['--project-directory', ROOT, '--env-file', await envFileOf(envLines), '-f', path.join(ROOT, 'docker-compose.yml'), 'config', '--format', 'json']);
+      expect(result.code).toBe(0);
+      const services = (JSON.parse(result.stdout) as { services: Record<string, { environment?: Record<string, string> }> }).services;
+      const holders = Object.entries(services).filter(([, service]) => service.environment?.IDENTIFIER_HASH_KEYS !== undefined);
+      expect(holders.map(([name]) => name).sort()).toEqual(['consent-api', 'conversion-forwarder', 'identity-resolver', 'ingest-gateway', 'migrate', 'profile-api']);
+      for (const [name, service] of holders) expect({ name, keys: service.environment!.IDENTIFIER_HASH_KEYS }).toEqual({ name, keys: 'ef'.repeat(32) });
     });
 
     it('compose fails: a dependency condition compose does not know', async () => {

@@ -1,5 +1,5 @@
 import type { Bus, prefixedTopics } from '@svc/bus';
-import type { MasterKeyRing } from '@svc/identity';
+import type { IdentifierHashes, MasterKeyRing } from '@svc/identity';
 import { ValidationError, type Db, type Logger, type MigrationSet } from '@svc/runtime';
 
 type Topics = ReturnType<typeof prefixedTopics>;
@@ -12,6 +12,8 @@ export interface CliContext {
   connectorSecretKey(): Promise<Buffer>;
   /** The raw log's master keys (RAW_LOG_MASTER_KEY and the retired ones, or the one in DATA_DIR). */
   rawLogMasterKeys(): Promise<MasterKeyRing>;
+  /** How identifiers are hashed (IDENTIFIER_HASH_KEYS, or the key in DATA_DIR). */
+  identifierHashes(): Promise<IdentifierHashes>;
   /** The log (Kafka with KAFKA_BROKERS, else the Postgres-backed log), opened on first use and closed on exit. */
   bus(): Promise<{ bus: Bus; topics: Topics }>;
   logger: Logger;

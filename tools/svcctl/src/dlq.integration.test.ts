@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busConfigSpec, busMigrations, createBus, partitionFor, prefixedTopics, type Bus } from '@svc/bus';
 import type { RawEventEnvelope } from '@svc/contracts';
-import { MasterKeyRing, identityMigrations, privacyMigrations } from '@svc/identity';
+import { IdentifierHashes, MasterKeyRing, identityMigrations, privacyMigrations } from '@svc/identity';
 import { startResolver, type RunningResolver } from '@svc/identity-resolver';
 import { AccountsStore, accountsMigrations, loadConfig, type Db } from '@svc/runtime';
 import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEnv, testLogger, type TestDatabase } from '@svc/testkit';
@@ -36,6 +36,7 @@ function dlqSuite(tier: 'postgres-log' | 'kafka'): void {
       topics,
       logger: testLogger('svcctl-dlq-resolver'),
       masterKeys: new MasterKeyRing(randomBytes(32)),
+      hashes: new IdentifierHashes([randomBytes(32)]),
       relay: { intervalMs: 100 },
       batch: {
         conversionNames: async (orgId) => {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { busConfigSpec, createBus, prefixedTopics, type Bus } from '@svc/bus';
-import { identityConfigSpec, masterKeyRing, rawLogKeyConfigSpec } from '@svc/identity';
+import { IdentifierHashKeysError, checkedIdentifierHashes, identifierHashConfigSpec, identityConfigSpec, masterKeyRing, rawLogKeyConfigSpec } from '@svc/identity';
 import {
   AppError,
   ConnectionCheckError,
@@ -32,6 +32,7 @@ const configSpec = {
   DATA_DIR: env.string({ description: 'Data directory of the standalone stack (embedded database)', default: './.data' }),
   ...connectorKeyConfigSpec,
   ...rawLogKeyConfigSpec,
+  ...identifierHashConfigSpec,
   // `replay` reads the log the services write.
   ...busConfigSpec,
   ...identityConfigSpec,
@@ -65,6 +66,7 @@ async function main(argv: string[]): Promise<number> {
       migrations: allMigrations,
       connectorSecretKey: () => resolveSecretKey(config.CONNECTOR_SECRET_KEY, config.DATA_DIR),
       rawLogMasterKeys: () => masterKeyRing(config, config.DATA_DIR),
+      identifierHashes: () => checkedIdentifierHashes(db, config, config.DATA_DIR),
       bus: () =>
         (opened ??= createBus(config, { db, logger }).then((bus) => ({ bus, topics: prefixedTopics(config.TOPIC_PREFIX) }))),
       logger,
@@ -81,7 +83,7 @@ async function main(argv: string[]): Promise<number> {
 
 function fail(err: unknown): number {
   const usage = err instanceof UsageError;
-  const known = usage || err instanceof AppError || err instanceof ConnectionCheckError || (err as Error)?.name === 'ConfigError';
+  const known = usage || err instanceof AppError || err instanceof ConnectionCheckError || err instanceof IdentifierHashKeysError || (err as Error)?.name === 'ConfigError';
   const message = known ? (err as Error).message : `unexpected failure: ${(err as Error)?.message ?? String(err)}`;
   const problems = err instanceof InvalidInputError ? { problems: err.problems } : {};
   process.stderr.write(`${JSON.stringify({ error: message, ...problems })}\n`);

@@ -52,7 +52,7 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if .Values.database.existingSecret }}{{ .Values.database.existingSecretKey }}{{ else }}DATABASE_URL{{ end -}}
 {{- end -}}
 
-{{/* The Secret with CONNECTOR_SECRET_KEY, CURSOR_SECRET and RAW_LOG_MASTER_KEY. */}}
+{{/* The Secret with CONNECTOR_SECRET_KEY, CURSOR_SECRET, RAW_LOG_MASTER_KEY and IDENTIFIER_HASH_KEYS. */}}
 {{- define "svc.appSecret" -}}
 {{- .Values.secrets.existingSecret | default (printf "%s-secrets" (include "svc.fullname" .)) -}}
 {{- end -}}
@@ -108,6 +108,9 @@ file under svc.secretsDir. Only what the values set is listed.
 {{- end }}
 {{- if has $component (list "ingest-gateway" "identity-resolver") }}
 - { env: RAW_LOG_MASTER_KEY_FILE, secret: {{ include "svc.appSecret" $ | quote }}, key: RAW_LOG_MASTER_KEY, path: app/raw-log-master-key }
+{{- end }}
+{{- if has $component (list "ingest-gateway" "identity-resolver" "profile-api" "consent-api" "conversion-forwarder") }}
+- { env: IDENTIFIER_HASH_KEYS_FILE, secret: {{ include "svc.appSecret" $ | quote }}, key: IDENTIFIER_HASH_KEYS, path: app/identifier-hash-keys }
 {{- end }}
 {{- end -}}
 

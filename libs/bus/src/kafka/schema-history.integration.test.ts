@@ -16,7 +16,14 @@ import { valueSubject } from './codec';
  * under the registry's default rule (BACKWARD). A change the rule refuses
  * would stop every producer of the topic at start-up.
  */
-const HISTORY: Array<[keyof ReturnType<typeof prefixedTopics>, string[]]> = [['eventsRaw', ['events.raw.1.json']]];
+const HISTORY: Array<[keyof ReturnType<typeof prefixedTopics>, string[], number]> = [
+  // Topic, its earlier schemas as registered, and the subject's versions once the current one is registered.
+  ['eventsRaw', ['events.raw.1.json'], 2],
+  // Unchanged since (the same text, so the registry keeps its version): the registry refuses any change
+  // inside the tombstone's identifiers, as its comparison of their anyOf of type literals fails even when
+  // they are unchanged. Keyed identifier hashes went on the tombstone as 64 hex digits for that reason.
+  ['profilesErased', ['profiles.erased.1.json'], 1],
+];
 
 describeWithKafka('topic schemas over their earlier versions in the schema registry', () => {
   const buses: KafkaBus[] = [];
@@ -24,7 +31,7 @@ describeWithKafka('topic schemas over their earlier versions in the schema regis
     for (const b of buses) await b.close();
   });
 
-  it.each(HISTORY)('%s: the current schema registers over every earlier one', async (topicKey, files) => {
+  it.each(HISTORY)('%s: the current schema registers over every earlier one', async (topicKey, files, versions) => {
     const topic = prefixedTopics(`hist${randomBytes(3).toString('hex')}.`)[topicKey];
     const { registryUrl, registryAccess } = kafkaEndpoints();
     const registry = new SchemaRegistryClient({
@@ -42,6 +49,6 @@ describeWithKafka('topic schemas over their earlier versions in the schema regis
     const bus = createKafkaBus(kafkaEndpoints());
     buses.push(bus);
     await bus.ensureTopics([topic]);
-    expect((await registry.getLatestSchemaMetadata(valueSubject(topic.name))).version).toBe(files.length + 1);
+    expect((await registry.getLatestSchemaMetadata(valueSubject(topic.name))).version).toBe(versions);
   });
 });

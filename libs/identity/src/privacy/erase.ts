@@ -5,7 +5,7 @@ import { OUTBOX_INSERT, outboxRecords, type OutboxMessage } from '../outbox-reco
 import { resolveProfileId } from '../profiles';
 import { HOLD_OFF_REPLAY } from '../replay-lock';
 import type { SignalType } from '../signals';
-import { clickIdHash, identifierHash } from './hash';
+import type { IdentifierHashes } from './hash';
 import { appendAudit } from './requests';
 import { deleteSubjectKeys } from './subject-keys';
 
@@ -35,6 +35,8 @@ export interface EraseInput {
   /** The profile the request named (followed to its survivor). */
   profileId: string;
   actor?: string;
+  /** How identifiers are hashed for the suppression list, the audit log and the tombstone. */
+  hashes: IdentifierHashes;
 }
 
 export type EraseResult =
@@ -82,7 +84,8 @@ export async function eraseProfile(trx: Db, input: EraseInput): Promise<EraseRes
     if (again.members.length === members.length && again.signals.length === signals.length) break;
   }
 
-  const identifiers = signals.map((s) => ({ type: s.signal_type, hash: identifierHash(orgId, s.signal_type, s.signal_value) }));
+  const { hashes } = input;
+  const identifiers = signals.map((s) => ({ type: s.signal_type, hash: hashes.of(orgId, s.signal_type, s.signal_value) }));
   const clicks = (await trx('identity.click_ids').where({ org_id: orgId }).whereIn('profile_id', members).select('click_type', 'click_id')) as Array<{ click_type: string; click_id: string }>;
   const counts = await eraseFromSchema(trx, 'identity', orgId, members, signals);
   // A replay keeps the tables it replaced: the person is erased from those too.
@@ -96,7 +99,7 @@ export async function eraseProfile(trx: Db, input: EraseInput): Promise<EraseRes
   counts.raw_log_keys = await deleteSubjectKeys(
     trx,
     orgId,
-    identifiers.filter((i) => i.type === 'anonymous_id').map((i) => i.hash),
+    signals.filter((s) => s.signal_type === 'anonymous_id').flatMap((s) => hashes.lookups(orgId, 'anonymous_id', s.signal_value)),
   );
   if (identifiers.length > 0) {
     await trx.raw(
@@ -114,8 +117,8 @@ export async function eraseProfile(trx: Db, input: EraseInput): Promise<EraseRes
     erasureId,
     profileId: survivor,
     profileIds: members,
-    identifiers,
-    clickIds: clicks.map((c) => ({ type: c.click_type, hash: clickIdHash(orgId, c.click_type, c.click_id) })),
+    identifiers: signals.map((s) => ({ type: s.signal_type, hash: hashes.published(orgId, s.signal_type, s.signal_value) })),
+    clickIds: clicks.map((c) => ({ type: c.click_type, hash: hashes.published(orgId, c.click_type, c.click_id) })),
     erasedAt: new Date().toISOString(),
   };
   const message: OutboxMessage = { topic: 'profilesErased', key: survivor, payload: tombstone, eventIds: null };
@@ -220,10 +223,10 @@ async function eraseFromSchema(
 export async function recordErasureFailure(trx: Db, input: Pick<EraseInput, 'orgId' | 'erasureId'>, reason: string, actor = ACTOR): Promise<EraseResult> {
   if (await trx('privacy.erasure_outcomes').where({ erasure_id: input.erasureId }).first('erasure_id')) return { status: 'already' };
   if (!(await trx('privacy.erasure_requests').where({ id: input.erasureId, org_id: input.orgId }).first('id'))) return { status: 'failed', reason };
-  return fail(trx, { ...input, profileId: '' }, actor, reason);
+  return fail(trx, input, actor, reason);
 }
 
-async function fail(trx: Db, input: EraseInput, actor: string, reason: string, record = true): Promise<EraseResult> {
+async function fail(trx: Db, input: Pick<EraseInput, 'orgId' | 'erasureId'>, actor: string, reason: string, record = true): Promise<EraseResult> {
   if (record) {
     await trx('privacy.erasure_outcomes').insert({ erasure_id: input.erasureId, org_id: input.orgId, status: 'failed', failure_reason: reason });
     await appendAudit(trx, { orgId: input.orgId, actor, action: 'erasure_failed', erasureId: input.erasureId, details: { reason } });

@@ -1,4 +1,5 @@
-export { clickIdHash, eventIdentifierHashes, identifierHash, normaliseIdentifier, type HashedIdentifier } from './hash';
+export { IdentifierHashes, baseHashSql, eventIdentifierHashes, normaliseIdentifier, parseStoredHash, type HashedIdentifier } from './hash';
+export { IdentifierHashKeysError, checkIdentifierHashKeys, identifierHashesLeft, rehashStoredIdentifiers, type RehashCounts } from './rehash';
 export { privacyMigrations } from './migrations';
 export { eraseProfile, recordErasureFailure, type EraseInput, type EraseResult } from './erase';
 export {
@@ -34,4 +35,13 @@ export {
   type DataKey,
   type MasterKey,
 } from './subject-keys';
-export { masterKeyRing, rawLogKeyConfigSpec, requiredRawLogKeyConfigSpec, type RawLogKeySettings } from './config';
+export {
+  checkedIdentifierHashes,
+  identifierHashConfigSpec,
+  identifierHashes,
+  masterKeyRing,
+  rawLogKeyConfigSpec,
+  requiredIdentifierHashConfigSpec,
+  requiredRawLogKeyConfigSpec,
+  type RawLogKeySettings,
+} from './config';

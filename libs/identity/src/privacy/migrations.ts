@@ -21,6 +21,11 @@ import { sqlMigration, type MigrationSet } from '@svc/runtime';
  *   per request, outcome and suppression change, written in the same
  *   transaction as the change it records. It never holds an erased value:
  *   profile ids, identifier types and hashes, counts.
+ * - identifier_hash_keys: every service and svcctl at start record the ids
+ *   of their IDENTIFIER_HASH_KEYS (`checkIdentifierHashKeys`).
+ * - Every identifier hash above is also rewritten, value unseen, when a key
+ *   is added (`rehashStoredIdentifiers`: the resolver's hourly pass, `svcctl
+ *   hashes rewrap`).
  */
 export const privacyMigrations: MigrationSet = {
   schema: 'privacy',
@@ -108,6 +113,31 @@ export const privacyMigrations: MigrationSet = {
       -- unsuppress lets new events in, and only those: a lifted suppression stays, with the time it was
       -- lifted, and an event received before then that carries the identifier stays out (a replay too).
       alter table privacy.suppressions add column lifted_at timestamptz;
+    `),
+    sqlMigration('0004_keyed_identifier_hashes', `
+      -- Identifier hashes become keyed (hash.ts); rehash.ts brings stored ones under each new key. The
+      -- audit log stays append-only but for that one change: in a transaction that declares it, a row's
+      -- details may change in their identifier_hash values, and in nothing else.
+      create or replace function privacy.refuse_rewrite() returns trigger language plpgsql as $$
+      begin
+        if tg_op = 'UPDATE' and current_setting('svc.rehash_audit', true) = 'on'
+           and (new.id, new.org_id, new.at, new.actor, new.action) = (old.id, old.org_id, old.at, old.actor, old.action)
+           and new.erasure_id is not distinct from old.erasure_id
+           and regexp_replace(new.details::text, '"identifier_hash": "[^"]*"', '', 'g')
+             = regexp_replace(old.details::text, '"identifier_hash": "[^"]*"', '', 'g') then
+          return new;
+        end if;
+        raise exception 'the privacy audit log is append-only';
+      end $$;
+
+      -- The keys the stored identifier hashes are made with, by id (a hash of the key, never the key), one
+      -- per layer: a process given another list refuses to start (checkIdentifierHashKeys) rather than
+      -- hash where nothing matches.
+      create table privacy.identifier_hash_keys (
+        layer int primary key check (layer >= 1),
+        key_id text not null unique,
+        added_at timestamptz not null default clock_timestamp()
+      );
     `),
   ],
 };

@@ -4,7 +4,7 @@ import { ERASURE_SCOPE, type ErasableIdentifierType, type ErasureRequest, type E
 import type { Db } from '@svc/runtime';
 import { UUID_PATTERN } from '../ids';
 import { resolveProfileId } from '../profiles';
-import { identifierHash, normaliseIdentifier } from './hash';
+import { normaliseIdentifier, type IdentifierHashes } from './hash';
 
 /**
  * Recording an erasure request (the Profiles API's erase routes and `svcctl
@@ -25,6 +25,8 @@ export interface ErasureRequestInput {
   reason?: string | null;
   /** PHONE_DEFAULT_COUNTRY_CODE, to normalise a phone as the resolver did. */
   defaultPhoneCountryCode?: string;
+  /** How identifiers are hashed (IDENTIFIER_HASH_KEYS). */
+  hashes: IdentifierHashes;
 }
 
 export type ErasureRequestResult =
@@ -51,23 +53,24 @@ export async function requestErasure(db: Db, input: ErasureRequestInput): Promis
     } else {
       const value = normaliseIdentifier(target.kind, target.value, input.defaultPhoneCountryCode);
       if (value === null) return { outcome: 'not_found' } as const;
-      targetHash = identifierHash(orgId, target.kind, value);
+      const forms = input.hashes.lookups(orgId, target.kind, value);
+      targetHash = forms[0];
       const owner = (await trx('identity.identity_signals').where({ org_id: orgId, signal_type: target.kind, signal_value: value }).first('profile_id')) as
         | { profile_id: string }
         | undefined;
       profileId = owner ? await resolveProfileId(trx, orgId, owner.profile_id) : undefined;
       if (!profileId) {
         // Erased already: the identifier is suppressed, and names the erasure that suppressed it.
-        const suppressed = (await trx('privacy.suppressions').where({ org_id: orgId, identifier_type: target.kind, identifier_hash: targetHash }).first('erasure_id')) as
+        const suppressed = (await trx('privacy.suppressions').where({ org_id: orgId, identifier_type: target.kind }).whereIn('identifier_hash', forms).whereNotNull('erasure_id').first('erasure_id')) as
           | { erasure_id: string | null }
           | undefined;
         if (suppressed?.erasure_id) return { outcome: 'exists', erasureId: suppressed.erasure_id } as const;
         // Or erased by a request that named this very identifier (its suppression lifted since).
         const named = await trx.raw<{ rows: Array<{ id: string }> }>(
           `select r.id from privacy.erasure_requests r left join privacy.erasure_outcomes o on o.erasure_id = r.id
-           where r.org_id = ? and r.target_kind = ? and r.target_hash = ? and (o.status is null or o.status = 'done')
+           where r.org_id = ? and r.target_kind = ? and r.target_hash = any(?::text[]) and (o.status is null or o.status = 'done')
            order by r.requested_at desc limit 1`,
-          [orgId, target.kind, targetHash],
+          [orgId, target.kind, forms],
         );
         if (named.rows[0]) return { outcome: 'exists', erasureId: named.rows[0].id } as const;
       }
@@ -229,6 +232,7 @@ export interface UnsuppressInput {
   actor: string;
   reason?: string | null;
   defaultPhoneCountryCode?: string;
+  hashes: IdentifierHashes;
 }
 
 /**
@@ -243,10 +247,12 @@ export interface UnsuppressInput {
 export async function unsuppress(db: Db, input: UnsuppressInput): Promise<{ lifted: boolean; hash: string } | undefined> {
   const value = normaliseIdentifier(input.type, input.value, input.defaultPhoneCountryCode);
   if (value === null || !UUID_PATTERN.test(input.orgId)) return undefined;
-  const hash = identifierHash(input.orgId, input.type, value);
+  const forms = input.hashes.lookups(input.orgId, input.type, value);
+  const hash = forms[0];
   return db.transaction(async (trx) => {
     const removed = (await trx('privacy.suppressions')
-      .where({ org_id: input.orgId, identifier_type: input.type, identifier_hash: hash })
+      .where({ org_id: input.orgId, identifier_type: input.type })
+      .whereIn('identifier_hash', forms)
       .whereNull('lifted_at')
       .update({ lifted_at: trx.raw('clock_timestamp()') })
       .returning('erasure_id')) as Array<{ erasure_id: string | null }>;

@@ -1,6 +1,6 @@
 import { hash, randomUUID } from 'node:crypto';
 import { SealedBlobError, isDatabaseUnavailable, openBytes, pooledRandomBytes, preparedRaw, sealBytes, type Db } from '@svc/runtime';
-import { identifierHash } from './hash';
+import type { IdentifierHashes } from './hash';
 
 /**
  * The keys that seal the raw log (crypto-shredding). Every event the gateway
@@ -156,6 +156,15 @@ abstract class HeldKeyTable<K> {
  * than write what could never be opened.
  */
 export class SubjectKeys extends HeldKeyTable<DataKey> {
+  constructor(
+    db: Db,
+    ring: MasterKeyRing,
+    private readonly hashes: IdentifierHashes,
+    options: SubjectKeyOptions = {},
+  ) {
+    super(db, ring, options);
+  }
+
   /** The data key of every anonymous id given, by anonymous id. Throws when the database fails and a key is not held. */
   async forSubjects(orgId: string, anonymousIds: readonly string[]): Promise<Map<string, DataKey>> {
     const out = new Map<string, DataKey>();
@@ -186,16 +195,22 @@ export class SubjectKeys extends HeldKeyTable<DataKey> {
   private async readOrMake(orgId: string, anonymousIds: readonly string[]): Promise<Map<string, DataKey>> {
     // In hash order, as every process inserts: two requests meeting the same new visitors cannot deadlock.
     const subjects = [...new Set(anonymousIds)]
-      .map((a) => ({ anonymousId: a, hash: identifierHash(orgId, 'anonymous_id', a), keyId: randomUUID(), key: pooledRandomBytes(32) }))
+      .map((a) => {
+        const [hash, previous] = this.hashes.lookups(orgId, 'anonymous_id', a);
+        return { anonymousId: a, hash, previous, keyId: randomUUID(), key: pooledRandomBytes(32) };
+      })
       .sort((x, y) => (x.hash < y.hash ? -1 : x.hash > y.hash ? 1 : 0));
     const wrapped = subjects.map((s) => wrapDataKey(this.ring.current, orgId, s.keyId, s.key).toString('hex'));
-    // One statement: rows that exist (as of its snapshot) and rows it made. A row another process made
-    // after the snapshot is neither; the plain read after it finds those.
+    const named = [...subjects.map((s) => s.hash), ...subjects.map((s) => s.previous)];
+    // One statement: rows that exist (as of its snapshot, in either form of the hash: rows not yet
+    // rewrapped under the newest hash key keep the previous one) and rows it made. A row another
+    // process made after the snapshot is neither; the plain read after it finds those.
     let { rows } = await preparedRaw<{ rows: Array<KeyRow & { subject_hash: string }> }>(
       this.db,
       `with made as (
          insert into privacy.subject_keys (org_id, subject_hash, key_id, wrapped_key, master_key_id)
-         select ?, h, k, decode(w, 'hex'), ? from unnest(?::text[], ?::uuid[], ?::text[]) as x (h, k, w)
+         select ?, h, k, decode(w, 'hex'), ? from unnest(?::text[], ?::text[], ?::uuid[], ?::text[]) as x (h, p, k, w)
+         where not exists (select 1 from privacy.subject_keys s where s.org_id = ? and s.subject_hash = x.p)
          on conflict (org_id, subject_hash) do nothing
          returning subject_hash, key_id, org_id, wrapped_key, master_key_id
        )
@@ -203,10 +218,10 @@ export class SubjectKeys extends HeldKeyTable<DataKey> {
        union all
        select subject_hash, key_id, org_id, wrapped_key, master_key_id from privacy.subject_keys
        where org_id = ? and subject_hash = any(?::text[])`,
-      [orgId, this.ring.current.id, subjects.map((s) => s.hash), subjects.map((s) => s.keyId), wrapped, orgId, subjects.map((s) => s.hash)],
+      [orgId, this.ring.current.id, subjects.map((s) => s.hash), subjects.map((s) => s.previous), subjects.map((s) => s.keyId), wrapped, orgId, orgId, named],
     );
     const found = new Set(rows.map((r) => r.subject_hash));
-    const missing = subjects.filter((s) => !found.has(s.hash)).map((s) => s.hash);
+    const missing = subjects.filter((s) => !found.has(s.hash) && !found.has(s.previous)).flatMap((s) => [s.hash, s.previous]);
     if (missing.length > 0) {
       const again = await preparedRaw<{ rows: Array<KeyRow & { subject_hash: string }> }>(
         this.db,
@@ -218,7 +233,7 @@ export class SubjectKeys extends HeldKeyTable<DataKey> {
     const byHash = new Map(rows.map((r) => [r.subject_hash, r]));
     const out = new Map<string, DataKey>();
     for (const s of subjects) {
-      const row = byHash.get(s.hash);
+      const row = byHash.get(s.hash) ?? byHash.get(s.previous);
       if (!row) throw new Error('raw-log keys: a subject key was neither found nor made');
       // The row this statement made carries the key in hand; one that existed is unwrapped.
       out.set(s.anonymousId, row.key_id === s.keyId ? { id: s.keyId, key: s.key } : { id: row.key_id, key: unwrap(this.ring, row) });
@@ -262,6 +277,7 @@ export class DataKeyReader extends HeldKeyTable<Buffer> {
 }
 
 /** Deletes the data keys of anonymous ids (by suppression hash), in the erasure's transaction. Returns how many. */
+/** Deletes the keys of the given anonymous id hashes (every form IdentifierHashes.lookups gives). */
 export async function deleteSubjectKeys(trx: Db, orgId: string, anonymousIdHashes: readonly string[]): Promise<number> {
   if (anonymousIdHashes.length === 0) return 0;
   return trx('privacy.subject_keys').where({ org_id: orgId }).whereIn('subject_hash', anonymousIdHashes).delete();

@@ -5,7 +5,7 @@ import { AccountsStore, accountsMigrations, createDb, createMetrics, type Db, ty
 import { createTestDatabase, rawEnvelope, testLogger, type TestDatabase } from '@svc/testkit';
 import { resolverMetrics, type ResolverMetrics } from '../metrics';
 import type { EventRow as PlannedEventRow } from '../plan';
-import { DataKeyReader, MasterKeyRing, SubjectKeys, identityMigrations, openRawLog, privacyMigrations, sealRawEvent } from '@svc/identity';
+import { DataKeyReader, IdentifierHashes, MasterKeyRing, SubjectKeys, identityMigrations, openRawLog, privacyMigrations, sealRawEvent } from '@svc/identity';
 import { startResolver, type RunningResolver, type StartResolverOptions } from '../start';
 
 /**
@@ -18,6 +18,7 @@ export class Harness {
   readonly logger: Logger = testLogger('identity-resolver-test');
   /** The raw log's master key of this suite's "deployment". */
   readonly masterKeys = new MasterKeyRing(randomBytes(32));
+  readonly hashes = new IdentifierHashes([randomBytes(32)]);
   t!: TestDatabase;
   /** The bus tests produce with and listen on. */
   bus!: PostgresLogBus;
@@ -79,9 +80,10 @@ export class Harness {
       topics: this.topics,
       logger: this.logger,
       metrics,
-      masterKeys: this.masterKeys,
       relay: { intervalMs: 100 },
       ...options,
+      masterKeys: options.masterKeys ?? this.masterKeys,
+      hashes: options.hashes ?? this.hashes,
     });
     this.resolvers.push(running);
     return { ...running, metrics };
@@ -106,7 +108,7 @@ export class Harness {
    * as the log held events before they were sealed); returns the message ids.
    */
   async produce(envelopes: readonly RawEventEnvelope[], { sealed = true }: { sealed?: boolean } = {}): Promise<string[]> {
-    const keys = new SubjectKeys(this.db, this.masterKeys);
+    const keys = new SubjectKeys(this.db, this.masterKeys, this.hashes);
     const messages: Array<OutgoingMessage<RawLogMessage>> = [];
     for (const e of envelopes) {
       if (!sealed) {

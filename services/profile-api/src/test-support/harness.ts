@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { InboundEvent, RawEventEnvelope } from '@svc/contracts';
 import { conversionsMigrations } from '@svc/conversions';
-import { identityMigrations, privacyMigrations, inTransactionWithRetry } from '@svc/identity';
+import { IdentifierHashes, identityMigrations, privacyMigrations, inTransactionWithRetry } from '@svc/identity';
 import { processBatch } from '@svc/identity-resolver';
 import {
   AccountsStore,
@@ -46,6 +46,8 @@ export interface Reply {
 export class ProfileApiHarness {
   /** @param phoneCountryCode PHONE_DEFAULT_COUNTRY_CODE of this deployment: the resolver's and the Profiles API's. */
   constructor(private readonly phoneCountryCode?: string) {}
+
+  readonly hashes = new IdentifierHashes([randomBytes(32)]);
 
   t!: TestDatabase;
   server!: RunningHttpServer;
@@ -98,7 +100,7 @@ export class ProfileApiHarness {
 
   /** Runs the resolver's batch routine on the envelopes, in one retried transaction, as its consumer does. */
   async ingest(envelopes: readonly RawEventEnvelope[], db: Db = this.db): Promise<void> {
-    await inTransactionWithRetry(db, (trx) => processBatch(trx, envelopes, this.phoneCountryCode ? { defaultPhoneCountryCode: this.phoneCountryCode } : {}));
+    await inTransactionWithRetry(db, (trx) => processBatch(trx, envelopes, { hashes: this.hashes, ...(this.phoneCountryCode ? { defaultPhoneCountryCode: this.phoneCountryCode } : {}) }));
   }
 
   /** The live profile that owns a signal. */

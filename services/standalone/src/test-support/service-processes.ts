@@ -31,6 +31,8 @@ const SERVICES_DIR = path.resolve(__dirname, '../../..');
 const STDERR_KEEP = 64 * 1024;
 /** One raw-log master key for every process a test starts: the gateway seals with the keys the resolver opens. */
 const RAW_LOG_MASTER_KEY = randomBytes(32).toString('hex');
+/** And one list of identifier hash keys: every service hashes an identifier alike. */
+const IDENTIFIER_HASH_KEYS = randomBytes(32).toString('hex');
 
 /** Starts one service; resolves once it answers /healthz. */
 export async function startServiceProcess(service: DeployedService, env: Record<string, string>, readyWithinMs = 60_000): Promise<ServiceProcess> {
@@ -42,6 +44,7 @@ export async function startServiceProcess(service: DeployedService, env: Record<
       LOG_LEVEL: 'error',
       CONNECTOR_SECRET_KEY: randomBytes(32).toString('hex'),
       RAW_LOG_MASTER_KEY,
+      IDENTIFIER_HASH_KEYS,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -53,6 +53,7 @@ export const erasureCommands: Record<string, Command> = {
         actor: operator(v),
         reason: v.reason ?? null,
         defaultPhoneCountryCode: ctx.defaultPhoneCountryCode,
+        hashes: await ctx.identifierHashes(),
       });
       if (result.outcome === 'not_found') throw new NotFoundError('Profile not found');
       if (result.outcome === 'exists') throw new ValidationError(`Erasure already requested for this profile: ${result.erasureId}`);
@@ -96,6 +97,7 @@ export const erasureCommands: Record<string, Command> = {
         actor: operator(v),
         reason: v.reason ?? null,
         defaultPhoneCountryCode: ctx.defaultPhoneCountryCode,
+        hashes: await ctx.identifierHashes(),
       });
       if (!result) throw new ValidationError(`--${FLAG[type]} is not a valid ${type.replace('_', ' ')}`);
       return { identifierType: type, identifierHash: result.hash, lifted: result.lifted };

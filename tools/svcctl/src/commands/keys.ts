@@ -1,4 +1,4 @@
-import { rewrapSubjectKeys, subjectKeysByMasterKey } from '@svc/identity';
+import { identifierHashesLeft, rehashStoredIdentifiers, rewrapSubjectKeys, subjectKeysByMasterKey } from '@svc/identity';
 import type { Command } from '../command';
 
 /**
@@ -27,6 +27,29 @@ export const keyCommands: Record<string, Command> = {
       const ring = await ctx.rawLogMasterKeys();
       const rewrapped = await rewrapSubjectKeys(ctx.db, ring);
       return { currentMasterKeyId: ring.current.id, rewrapped };
+    },
+  },
+  /**
+   * The identifier hashes' keys (libs/identity hash.ts, rehash.ts).
+   * Rotation: append a key to IDENTIFIER_HASH_KEYS on every service and
+   * svcctl; the resolver brings stored hashes under it within the hour (or
+   * `hashes rewrap` at once); `hashes status` shows what is left. A key is
+   * never removed: every one is a layer of every hash.
+   */
+  'hashes status': {
+    usage: 'hashes status',
+    flags: {},
+    async run(_v, ctx) {
+      const hashes = await ctx.identifierHashes();
+      return { keys: hashes.layers, left: await identifierHashesLeft(ctx.db, hashes) };
+    },
+  },
+  'hashes rewrap': {
+    usage: 'hashes rewrap',
+    flags: {},
+    async run(_v, ctx) {
+      const hashes = await ctx.identifierHashes();
+      return { keys: hashes.layers, rewrapped: await rehashStoredIdentifiers(ctx.db, hashes) };
     },
   },
 };

@@ -23,6 +23,7 @@ export const replayCommands: Record<string, Command> = {
         keys: new DataKeyReader(ctx.db, await ctx.rawLogMasterKeys()),
         logger: ctx.logger,
         batch: {
+          hashes: await ctx.identifierHashes(),
           defaultPhoneCountryCode: v['phone-country-code'] ?? ctx.defaultPhoneCountryCode,
           // For the events the live resolver had not reached: the candidates it would have made.
           conversionNames: (orgId) => qualifyingConversionNames(ctx.db, orgId),
