@@ -29,6 +29,7 @@ describeWithKafkaAnd('gateway through a database outage (Kafka)', ['postgresql']
   let key: { id: string; key: string };
   const prefix = `outage${randomBytes(3).toString('hex')}.`;
   const masterKey = randomBytes(32).toString('hex');
+  const hashKey = randomBytes(32).toString('hex');
 
   const env = (grace: string) => ({
     HOST: '127.0.0.1',
@@ -39,7 +40,7 @@ describeWithKafkaAnd('gateway through a database outage (Kafka)', ['postgresql']
     TOPIC_PREFIX: prefix,
     KEY_OUTAGE_GRACE_SECONDS: grace,
     RAW_LOG_MASTER_KEY: masterKey,
-    IDENTIFIER_HASH_KEYS: randomBytes(32).toString('hex'),
+    IDENTIFIER_HASH_KEYS: hashKey,
     STARTUP_CONNECT_TIMEOUT_SECONDS: '10',
   });
 

@@ -164,12 +164,14 @@ describeWithKafkaAnd('secured connections: SASL_SSL Kafka, an https registry wit
     await expect(checkBus(loadConfig(busConfigSpec, login(await settings())), 10_000)).resolves.toBeUndefined();
   });
 
+  /** One deployment's keys: every gateway started here shares them, as replicas do. */
+  const deploymentKeys = { RAW_LOG_MASTER_KEY: randomBytes(32).toString('hex'), IDENTIFIER_HASH_KEYS: randomBytes(32).toString('hex') };
   /** Starts the gateway with `extra` over the working settings; resolves with how it ended. */
   const startGateway = async (extra: Record<string, string | undefined>) => {
     const started = Date.now();
     const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.join(SERVICES_DIR, 'ingest-gateway/dist/main.js')], {
       // Every setting but the connection under test is right: the raw log's master key and the hash keys too.
-      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(await freePort()), LOG_LEVEL: 'error', RAW_LOG_MASTER_KEY: randomBytes(32).toString('hex'), IDENTIFIER_HASH_KEYS: randomBytes(32).toString('hex'), ...login(extra) },
+      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: String(await freePort()), LOG_LEVEL: 'error', ...deploymentKeys, ...login(extra) },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
