@@ -179,7 +179,7 @@ export class SubjectKeys extends HeldKeyTable<DataKey> {
     if (stale.length === 0) return out;
     let read: Map<string, DataKey>;
     try {
-      read = await this.readOrMake(orgId, stale);
+      read = await this.readOrMakeRetried(orgId, stale);
     } catch (err) {
       // Through an outage, held keys serve: the log is the gateway's only hard dependency.
       if (isDatabaseUnavailable(err) && stale.every((a) => out.has(a))) return out;
@@ -190,6 +190,18 @@ export class SubjectKeys extends HeldKeyTable<DataKey> {
       this.hold(heldKey(orgId, anonymousId), key, now);
     }
     return out;
+  }
+
+  /** readOrMake, again on a deadlock or serialization failure (the insert's hash order should rule a deadlock out; a client never pays for one). */
+  private async readOrMakeRetried(orgId: string, anonymousIds: readonly string[]): Promise<Map<string, DataKey>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.readOrMake(orgId, anonymousIds);
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        if (attempt >= 3 || (code !== '40P01' && code !== '40001')) throw err;
+      }
+    }
   }
 
   private async readOrMake(orgId: string, anonymousIds: readonly string[]): Promise<Map<string, DataKey>> {
@@ -209,8 +221,11 @@ export class SubjectKeys extends HeldKeyTable<DataKey> {
       this.db,
       `with made as (
          insert into privacy.subject_keys (org_id, subject_hash, key_id, wrapped_key, master_key_id)
-         select ?, h, k, decode(w, 'hex'), ? from unnest(?::text[], ?::text[], ?::uuid[], ?::text[]) as x (h, p, k, w)
+         select ?, h, k, decode(w, 'hex'), ? from unnest(?::text[], ?::text[], ?::uuid[], ?::text[]) with ordinality as x (h, p, k, w, n)
          where not exists (select 1 from privacy.subject_keys s where s.org_id = ? and s.subject_hash = x.p)
+         -- In the hash order given, whatever join the planner picks for the look-up: that order is what keeps two
+         -- requests meeting the same new visitors from deadlocking.
+         order by x.n
          on conflict (org_id, subject_hash) do nothing
          returning subject_hash, key_id, org_id, wrapped_key, master_key_id
        )
