@@ -10,6 +10,7 @@ import { isUnavailable, openSession, sessionConfig } from './connection';
 import { checkedGather, silentLogger, withDeadline, type BusLogger } from '../shared';
 import { PostgresLogConsumer } from './consumer';
 import { Listener } from './listener';
+import { AppendLane } from './append-lane';
 import { append, deleteOlderThan, ensureTopic, type Queryable } from './store';
 import type { Registry } from 'prom-client';
 import { observePostgresLog } from './metrics';
@@ -63,6 +64,8 @@ class PgLogBus implements PostgresLogBus {
   private readonly consumers = new Set<PostgresLogConsumer>();
   /** Stored partition count per topic we have ensured. */
   private readonly topicCache = new Map<string, Promise<number>>();
+  /** Per topic: produce() calls gathered into shared appends (group commit). */
+  private readonly lanes = new Map<string, AppendLane>();
   private readonly sweepTimer: NodeJS.Timeout;
   private members = 0;
   private closed = false;
@@ -94,17 +97,14 @@ class PgLogBus implements PostgresLogBus {
       messages.map((m) => m.value),
     );
     if (messages.length === 0) return [];
+    const call = this.laneOf(topic).submit(messages);
     try {
-      await this.guard(
-        `produce to ${topic.name}`,
-        (async () => {
-          const partitions = await this.partitionsOf(topic);
-          await this.singleStatement((q) => append(q, topic.name, partitions, messages));
-        })(),
-      );
+      await this.guard(`produce to ${topic.name}`, call.done);
     } catch (err) {
+      // Past its deadline, a call still queued is not appended later.
+      call.abandon();
       if (err instanceof BusUnavailableError) throw err;
-      // One statement, so one transaction, per call: it stored all or nothing.
+      // One transaction holds the whole call: it stored all or nothing.
       const error = err instanceof Error ? err : new Error(String(err), { cause: err });
       return messages.map(() => ({ ok: false, error }));
     }
@@ -179,6 +179,18 @@ class PgLogBus implements PostgresLogBus {
   async sweepRetention(): Promise<number> {
     const hours = this.o.retentionHours ?? 168;
     return this.withConnection((q) => deleteOlderThan(q, hours));
+  }
+
+  private laneOf(topic: TopicSpec): AppendLane {
+    let lane = this.lanes.get(topic.name);
+    if (!lane) {
+      lane = new AppendLane(async (messages) => {
+        const partitions = await this.partitionsOf(topic);
+        await this.singleStatement((q) => append(q, topic.name, partitions, messages));
+      }, isUnavailable);
+      this.lanes.set(topic.name, lane);
+    }
+    return lane;
   }
 
   /** The topic's stored partition count, creating or growing the topic on first use. */
