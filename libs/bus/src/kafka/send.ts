@@ -3,6 +3,7 @@ import type { ProduceResult } from '../port';
 import { FramedJson } from './framed-json';
 import { shortRetry } from './client';
 import { isUnavailable } from './unavailable';
+import { BatchGatherer } from '../shared';
 
 export interface SendSettings {
   compression: CompressionTypes;
@@ -60,20 +61,13 @@ interface Order {
  * idempotent producer's requests to a broker one at a time (a lock per
  * broker), and a request per produce() call would mean many small requests
  * queued on that lock. Instead the lane keeps one request in flight and
- * gathers every call that arrives meanwhile into the next one (one
- * `sendBatch`, one record batch per partition), so under load a request
- * carries many calls and the per-request costs (encoding set-up, the
- * round trip, acks=all) are shared.
- *
- * Order: requests of a lane go strictly one after the other, and each keeps
- * the calls (and their messages) in arrival order, so a partition's messages
- * are stored in the order produce() was called; a retried request cannot be
- * stored twice (idempotence).
+ * gathers every call that arrives meanwhile into the next one
+ * (BatchGatherer: one `sendBatch`, one record batch per partition). A
+ * partition's messages are stored in the order produce() was called; a
+ * retried request cannot be stored twice (idempotence).
  */
 class Lane {
-  private queue: Order[] = [];
-  private busy = false;
-  private scheduled = false;
+  private readonly gatherer: BatchGatherer<Order>;
   /** The producer of the next request; replaced after a request that failed. */
   producer: Connected<Producer>;
 
@@ -82,42 +76,17 @@ class Lane {
     private readonly settings: SendSettings,
   ) {
     this.producer = new Connected(makeProducer());
+    this.gatherer = new BatchGatherer<Order>({
+      maxSize: MAX_REQUEST_BYTES,
+      sizeOf: (order) => order.bytes,
+      run: (orders) => this.request(orders),
+    });
   }
 
   send(topic: string, messages: PartitionedMessage[]): Promise<(partition: number) => Error | undefined> {
     let bytes = 0;
     for (const m of messages) bytes += recordBytes(m);
-    return new Promise((settle) => {
-      this.queue.push({ topic, messages, bytes, settle });
-      if (!this.busy && !this.scheduled) {
-        // An idle producer waits only until the event loop has handled what already arrived
-        // (other requests' calls join). A linger of 1-2 ms on top measured no better.
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    if (this.busy || this.queue.length === 0) return;
-    // Take calls in arrival order up to the size bound (always at least one).
-    let take = 0;
-    let bytes = 0;
-    while (take < this.queue.length) {
-      const next = this.queue[take] as Order;
-      if (take > 0 && bytes + next.bytes > MAX_REQUEST_BYTES) break;
-      bytes += next.bytes;
-      take++;
-    }
-    const orders = this.queue.slice(0, take);
-    this.queue = this.queue.slice(take);
-    this.busy = true;
-    void this.request(orders).finally(() => {
-      this.busy = false;
-      // What arrived while the request was in flight goes at once: it has waited already.
-      if (this.queue.length > 0) this.flush();
-    });
+    return new Promise((settle) => this.gatherer.push({ topic, messages, bytes, settle }));
   }
 
   private async request(orders: readonly Order[]): Promise<void> {

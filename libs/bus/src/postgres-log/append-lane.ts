@@ -1,4 +1,5 @@
 import type { OutgoingMessage } from '../port';
+import { BatchGatherer } from '../shared';
 
 /**
  * Above this many messages an append takes no more calls (a single call
@@ -20,14 +21,11 @@ interface Call {
  * that share a partition (a request's batch usually touches them all) go
  * one after another, each waiting for the previous one's commit and its
  * flush to disk. Instead the lane keeps one append in flight and gathers
- * every call that arrives meanwhile into the next (one statement, one
- * transaction, one flush), so under load the per-commit costs are shared
- * and the partitions' locks are taken once per group rather than per call.
- *
- * Order: appends of a lane go strictly one after the other, each keeping
- * its calls (and their messages) in arrival order, so a partition's
- * messages are stored in the order produce() was called. A call is
- * answered once the append that holds it has committed.
+ * every call that arrives meanwhile into the next (BatchGatherer: one
+ * statement, one transaction, one flush), so the partitions' locks are
+ * taken once per group rather than per call. A partition's messages are
+ * stored in the order produce() was called; a call is answered once the
+ * append that holds it has committed.
  *
  * A group stores all of its calls or none. When one fails for a reason
  * other than the database being unreachable (a value the database refuses,
@@ -35,16 +33,21 @@ interface Call {
  * messages never cost another caller's.
  */
 export class AppendLane {
-  private queue: Call[] = [];
-  private busy = false;
-  private scheduled = false;
+  private readonly gatherer: BatchGatherer<Call>;
 
   constructor(
     /** Appends messages in one statement and one transaction (store.ts append). */
     private readonly append: (messages: readonly OutgoingMessage[]) => Promise<void>,
     /** Whether an error means the database could not be reached (then no call is tried again alone). */
     private readonly isUnavailable: (err: unknown) => boolean,
-  ) {}
+  ) {
+    this.gatherer = new BatchGatherer<Call>({
+      maxSize: MAX_GROUP_MESSAGES,
+      sizeOf: (call) => call.messages.length,
+      dropped: (call) => call.abandoned,
+      run: (group) => this.appendGroup(group),
+    });
+  }
 
   /** Queues `messages`; `done` settles once they are committed (or failed). `abandon` drops them if not yet taken. */
   submit(messages: readonly OutgoingMessage[]): { done: Promise<void>; abandon: () => void } {
@@ -52,41 +55,13 @@ export class AppendLane {
     const done = new Promise<void>((resolve, reject) => {
       call = { messages, settle: (error) => (error ? reject(error) : resolve()), abandoned: false };
     });
-    this.queue.push(call);
-    if (!this.busy && !this.scheduled) {
-      // An idle lane waits only until the event loop has handled what already arrived (other requests' calls join).
-      this.scheduled = true;
-      setImmediate(() => this.flush());
-    }
+    this.gatherer.push(call);
     return {
       done,
       abandon: () => {
         call.abandoned = true;
       },
     };
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    if (this.busy) return;
-    this.queue = this.queue.filter((c) => !c.abandoned);
-    if (this.queue.length === 0) return;
-    let take = 0;
-    let count = 0;
-    while (take < this.queue.length) {
-      const next = this.queue[take] as Call;
-      if (take > 0 && count + next.messages.length > MAX_GROUP_MESSAGES) break;
-      count += next.messages.length;
-      take++;
-    }
-    const group = this.queue.slice(0, take);
-    this.queue = this.queue.slice(take);
-    this.busy = true;
-    void this.appendGroup(group).finally(() => {
-      this.busy = false;
-      // What arrived while the append was in flight goes at once: it has waited already.
-      if (this.queue.length > 0) this.flush();
-    });
   }
 
   private async appendGroup(group: readonly Call[]): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Db } from '@svc/runtime';
-import { parseStoredHash, type IdentifierHashes } from './hash';
+import type { IdentifierHashes } from './hash';
 
 /**
  * Brings every stored identifier hash under the newest key of
@@ -100,24 +100,13 @@ export async function rehashStoredIdentifiers(db: Db, hashes: IdentifierHashes):
     return last && ([last.org_id, last.identifier_type, last.identifier_hash] as [string, string, string]);
   });
 
-  await byPages(db, '00000000-0000-0000-0000-000000000000', async (trx, after) => {
-    const { rows } = (await trx.raw(
-      `select id, target_hash from privacy.erasure_requests
-       where id > ?::uuid and target_hash is not null and ${layersOf('target_hash')} < ? order by id limit ${PAGE} for update skip locked`,
-      [after, n],
-    )) as { rows: Array<{ id: string; target_hash: string }> };
-    const moved = rows.flatMap((r) => {
-      const next = hashes.rewrap(r.target_hash);
-      return next === undefined ? [] : [{ id: r.id, next }];
-    });
-    if (moved.length > 0) {
-      await trx.raw(`update privacy.erasure_requests r set target_hash = x.n from unnest(?::uuid[], ?::text[]) as x (id, n) where r.id = x.id`, [
-        moved.map((m) => m.id),
-        moved.map((m) => m.next),
-      ]);
-    }
-    counts.erasure_requests += moved.length;
-    return rows.at(-1)?.id;
+  counts.erasure_requests = await rewriteById(db, {
+    table: 'privacy.erasure_requests',
+    id: 'uuid',
+    column: 'target_hash',
+    type: 'text',
+    needs: `target_hash is not null and ${layersOf('target_hash')} < ${n}`,
+    rewrite: (hash: string) => hashes.rewrap(hash),
   });
 
   await byPages(db, ['00000000-0000-0000-0000-000000000000', ''], async (trx, after) => {
@@ -145,27 +134,55 @@ export async function rehashStoredIdentifiers(db: Db, hashes: IdentifierHashes):
     return last && ([last.org_id, last.subject_hash] as [string, string]);
   });
 
-  await byPages(db, '0', async (trx, after) => {
+  counts.audit_log = await rewriteById(db, {
+    table: 'privacy.audit_log',
+    id: 'bigint',
+    column: 'details',
+    type: 'jsonb',
+    needs: AUDIT_HAS_HASH,
     // The audit trigger lets this transaction change identifier hashes in details, and nothing else.
-    await trx.raw(`select set_config('svc.rehash_audit', 'on', true)`);
-    const { rows } = (await trx.raw(
-      `select id, details from privacy.audit_log where id > ?::bigint and details::text like '%"identifier_hash"%' order by id limit ${PAGE} for update skip locked`,
-      [after],
-    )) as { rows: Array<{ id: string; details: unknown }> };
-    const moved = rows.flatMap((r) => {
-      const next = rewrapDetails(r.details, hashes);
-      return next === undefined ? [] : [{ id: r.id, details: JSON.stringify(next) }];
-    });
-    if (moved.length > 0) {
-      await trx.raw(`update privacy.audit_log a set details = x.d from unnest(?::bigint[], ?::jsonb[]) as x (id, d) where a.id = x.id`, [
-        moved.map((m) => m.id),
-        moved.map((m) => m.details),
-      ]);
-    }
-    counts.audit_log += moved.length;
-    return rows.at(-1)?.id;
+    declare: `select set_config('svc.rehash_audit', 'on', true)`,
+    rewrite: (details: unknown) => {
+      const next = rewrapDetails(details, hashes);
+      return next === undefined ? undefined : JSON.stringify(next);
+    },
   });
   return counts;
+}
+
+/** SQL: an audit row whose details name an identifier hash somewhere. */
+const AUDIT_HAS_HASH = `details::text like '%"identifier_hash"%'`;
+
+/**
+ * Rewrites one column of a table keyed by `id`, a page per transaction
+ * (byPages), on the rows that `needs` (SQL) selects; `rewrite` gives a
+ * row's new value, or undefined to leave it. Returns how many changed.
+ */
+async function rewriteById<V>(
+  db: Db,
+  o: { table: string; id: 'uuid' | 'bigint'; column: string; type: 'text' | 'jsonb'; needs: string; declare?: string; rewrite: (value: V) => string | undefined },
+): Promise<number> {
+  let changed = 0;
+  await byPages(db, o.id === 'uuid' ? '00000000-0000-0000-0000-000000000000' : '0', async (trx, after) => {
+    if (o.declare) await trx.raw(o.declare);
+    const { rows } = (await trx.raw(
+      `select id, ${o.column} as value from ${o.table} where id > ?::${o.id} and ${o.needs} order by id limit ${PAGE} for update skip locked`,
+      [after],
+    )) as { rows: Array<{ id: string; value: V }> };
+    const moved = rows.flatMap((r) => {
+      const next = o.rewrite(r.value);
+      return next === undefined ? [] : [{ id: r.id, next }];
+    });
+    if (moved.length > 0) {
+      await trx.raw(`update ${o.table} t set ${o.column} = x.v from unnest(?::${o.id}[], ?::${o.type}[]) as x (id, v) where t.id = x.id`, [
+        moved.map((m) => m.id),
+        moved.map((m) => m.next),
+      ]);
+    }
+    changed += moved.length;
+    return rows.at(-1)?.id;
+  });
+  return changed;
 }
 
 /**
@@ -203,11 +220,16 @@ function rewrapDetails(details: unknown, hashes: IdentifierHashes): unknown {
 export async function identifierHashesLeft(db: Db, hashes: IdentifierHashes): Promise<Record<'suppressions' | 'erasure_requests' | 'subject_keys' | 'audit_log', number>> {
   const n = hashes.layers;
   const count = async (sql: string, bindings: Array<string | number>) => Number(((await db.raw(sql, bindings)) as { rows: Array<{ n: string }> }).rows[0]!.n);
-  const audit = (await db.raw(`select details from privacy.audit_log where details::text like '%"identifier_hash"%'`)) as { rows: Array<{ details: unknown }> };
   return {
     suppressions: await count(`select count(*) as n from privacy.suppressions where ${layersOf('identifier_hash')} < ?`, [n]),
     erasure_requests: await count(`select count(*) as n from privacy.erasure_requests where target_hash is not null and ${layersOf('target_hash')} < ?`, [n]),
     subject_keys: await count(`select count(*) as n from privacy.subject_keys where ${layersOf('subject_hash')} < ?`, [n]),
-    audit_log: audit.rows.filter((r) => JSON.stringify(r.details).match(/"identifier_hash":"([^"]*)"/g)?.some((m) => (parseStoredHash(m.slice(19, -1))?.layers ?? n) < n)).length,
+    // Hashes of the stored form (parseStoredHash) anywhere in the details, under fewer layers.
+    audit_log: await count(
+      `select count(*) as n from privacy.audit_log a where ${AUDIT_HAS_HASH} and exists (
+         select 1 from jsonb_path_query(a.details, 'strict $.**.identifier_hash') as h (v)
+         where jsonb_typeof(h.v) = 'string' and h.v #>> '{}' ~ '^(k[1-9][0-9]{0,2}[.]){0,1}[0-9a-f]{64}$' and ${layersOf(`(h.v #>> '{}')`)} < ?)`,
+      [n],
+    ),
   };
 }
