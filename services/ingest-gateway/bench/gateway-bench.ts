@@ -104,6 +104,11 @@ interface StepResult extends LoadResult {
   loadAverage: number;
   /** Cores the hypervisor took from this machine over the step (see machineSeconds). */
   stolenCores: number;
+  /**
+   * The whole machine's CPU per accepted event, less the load generator's:
+   * the gateway and the database it commits to (and whatever else runs).
+   */
+  machineCpuUsPerEvent: number;
 }
 
 async function benchTier(database: BenchDatabase, env: Record<string, string>, replicas: number): Promise<{ ours: StepResult[]; peer: StepResult[] }> {
@@ -173,6 +178,8 @@ async function benchTier(database: BenchDatabase, env: Record<string, string>, r
         loadCores: (own.user + own.system) / 1e6 / load.seconds,
         loadAverage: os.loadavg()[0] ?? 0,
         stolenCores: (machineSeconds().steal - machine0.steal) / load.seconds,
+        machineCpuUsPerEvent:
+          load.eventsAccepted > 0 ? ((machineSeconds().busy - machine0.busy - (own.user + own.system) / 1e6) * 1e6) / load.eventsAccepted : 0,
       };
     };
     if (knobs.BENCH_WARMUP_MS > 0) await step('w', CONCURRENCY[0] ?? 4, knobs.BENCH_WARMUP_MS);
@@ -181,14 +188,14 @@ async function benchTier(database: BenchDatabase, env: Record<string, string>, r
     const peer: StepResult[] = [];
     const runPeer = async (concurrency: number, target: Target) => {
       const p = await step(`c${concurrency}`, concurrency, STEP_MS, target);
-      console.error(`peer, concurrency ${concurrency}: ${Math.round(p.eventsPerSecond)} events/s, p50 ${p.p50Ms.toFixed(1)} ms, p99 ${p.p99Ms.toFixed(1)} ms, non-200 ${p.non200}, ${p.gatewayCpuUsPerEvent.toFixed(1)} µs CPU/event (${p.gatewayCores.toFixed(2)} cores)`);
+      console.error(`peer, concurrency ${concurrency}: ${Math.round(p.eventsPerSecond)} events/s, p50 ${p.p50Ms.toFixed(1)} ms, p99 ${p.p99Ms.toFixed(1)} ms, non-200 ${p.non200}, ${p.gatewayCpuUsPerEvent.toFixed(1)} µs CPU/event (${p.gatewayCores.toFixed(2)} cores), machine less load generator ${p.machineCpuUsPerEvent.toFixed(1)} µs/event`);
       peer.push(p);
     };
     const runOurs = async (concurrency: number) => {
       const r = await step(`c${concurrency}`, concurrency, STEP_MS);
       console.error(
         `replicas ${replicas}, concurrency ${concurrency}: ${Math.round(r.eventsPerSecond)} events/s, p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, ` +
-          `non-200 ${r.non200}, gateway ${r.gatewayCpuUsPerEvent.toFixed(1)} µs CPU/event (${r.gatewayCores.toFixed(2)} cores)` +
+          `non-200 ${r.non200}, gateway ${r.gatewayCpuUsPerEvent.toFixed(1)} µs CPU/event (${r.gatewayCores.toFixed(2)} cores), machine less load generator ${r.machineCpuUsPerEvent.toFixed(1)} µs/event` +
           `${r.watchedCores === undefined ? '' : `, watched ${r.watchedCores.toFixed(2)} cores`}, load generator ${r.loadCores.toFixed(2)} cores, stolen ${r.stolenCores.toFixed(2)} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
       );
       results.push(r);

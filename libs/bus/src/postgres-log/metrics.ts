@@ -15,7 +15,7 @@ export function observePostgresLog(registry: Registry, db: Db): void {
   observeDeadLetters(registry, async () => {
     // Per dead-letter topic, so each count is an index range, never a scan of the whole log.
     const { rows } = await db.raw<{ rows: Array<{ topic: string; messages: string }> }>(
-      `select t.name as topic, (select count(*) from bus.messages m where m.topic = t.name) as messages
+      `select t.name as topic, (select coalesce(sum(b.last_offset - b.base_offset + 1), 0) from bus.batches b where b.topic = t.name) as messages
        from bus.topics t where t.name like ?`,
       [`%${deadLetterTopicName('')}`],
     );

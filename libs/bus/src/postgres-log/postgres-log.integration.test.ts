@@ -169,13 +169,11 @@ describeWithPostgres('Postgres log bus', () => {
     it('retention deletes old messages only, and offsets are never reused', async () => {
       const topic = topicNamed('old');
       const bus = busWith({ retentionHours: 1 });
-      await bus.produce(
-        topic,
-        range(0, 3).map((i) => ({ key: 'k', value: { w: 0, i } })),
-      );
-      await t.db('bus.messages')
+      // One produce call each: one record batch each, the retention's unit.
+      for (const i of range(0, 3)) await bus.produce(topic, [{ key: 'k', value: { w: 0, i } }]);
+      await t.db('bus.batches')
         .where({ topic: topic.name })
-        .whereIn('offset', [0, 1])
+        .whereIn('base_offset', [0, 1])
         .update({ created_at: t.db.raw("now() - interval '2 hours'") });
 
       expect(await bus.sweepRetention()).toBeGreaterThanOrEqual(2);
@@ -199,7 +197,7 @@ describeWithPostgres('Postgres log bus', () => {
       const kept = { ...topicNamed('kept'), retainForever: true };
       const bus = busWith({ retentionHours: 1 });
       await bus.produce(kept, [{ key: 'k', value: { w: 0, i: 0 } }]);
-      await t.db('bus.messages').where({ topic: kept.name }).update({ created_at: t.db.raw("now() - interval '2 hours'") });
+      await t.db('bus.batches').where({ topic: kept.name }).update({ created_at: t.db.raw("now() - interval '2 hours'") });
       await bus.sweepRetention();
       expect(await t.db('bus.messages').where({ topic: kept.name }).pluck('offset')).toHaveLength(1);
     });

@@ -44,17 +44,28 @@ export async function topicPartitions(q: Queryable, name: string): Promise<numbe
 }
 
 /**
+ * A stored record: [key, value] or [key, value, headers] (headers only when
+ * there are any). A partition's records are kept in record batches, as
+ * Kafka keeps them: one row of bus.batches per partition per append, its
+ * records a JSON array of these, at offsets base_offset, base_offset + 1, ...
+ * A row per batch rather than per message is what makes an append cheap for
+ * the database (one heap row, one index entry and no JSON parsing for a
+ * hundred messages); what a consumer reads is unchanged, message by message.
+ */
+type StoredRecord = [key: string, value: unknown, headers?: Record<string, string>];
+
+/**
  * Appends messages, keyed into partitions by Kafka's partitioner, in one
- * statement (one round trip). Must run inside a transaction. Offsets are
- * claimed by bumping each partition's head row, whose row lock the
- * transaction holds until it ends: a concurrent append to the same partition
- * waits, takes the next offsets, and commits after us, so readers see offsets
- * appear strictly in order and never skip one. Heads are locked in ascending
- * partition order (the `order by ... for update`), so producers writing to
- * several partitions at once cannot deadlock; and because the whole append is
- * one statement (the NOTIFY that wakes consumers included), the locks are
- * held for that statement and the commit only, never across a client round
- * trip.
+ * statement (one round trip): one record batch per partition written.
+ * Must run inside a transaction. Offsets are claimed by bumping each
+ * partition's head row, whose row lock the transaction holds until it ends:
+ * a concurrent append to the same partition waits, takes the next offsets,
+ * and commits after us, so readers see offsets appear strictly in order and
+ * never skip one. Heads are locked in ascending partition order (the
+ * `order by ... for update`), so producers writing to several partitions at
+ * once cannot deadlock; and because the whole append is one statement (the
+ * NOTIFY that wakes consumers included), the locks are held for that
+ * statement and the commit only, never across a client round trip.
  */
 export async function append(
   q: Queryable,
@@ -62,16 +73,17 @@ export async function append(
   partitions: number,
   messages: readonly OutgoingMessage[],
 ): Promise<void> {
-  const counts = new Map<number, number>();
-  const rows = messages.map((m) => {
+  const batches = new Map<number, StoredRecord[]>();
+  for (const m of messages) {
     const partition = partitionFor(m.key, partitions);
-    const index = counts.get(partition) ?? 0;
-    counts.set(partition, index + 1);
-    return { p: partition, i: index, k: m.key, v: m.value ?? null, h: m.headers ?? {} };
-  });
-  const wanted = [...counts.keys()];
+    const record: StoredRecord = m.headers && Object.keys(m.headers).length > 0 ? [m.key, m.value ?? null, m.headers] : [m.key, m.value ?? null];
+    const batch = batches.get(partition);
+    if (batch) batch.push(record);
+    else batches.set(partition, [record]);
+  }
+  const wanted = [...batches.keys()];
   const { rows: result } = await q.query<{ stored: number }>({
-    name: 'svc_bus_append',
+    name: 'svc_bus_append_batches',
     text: `with locked as (
        select partition from bus.partitions
        where topic = $1 and partition = any($2::int[])
@@ -79,24 +91,22 @@ export async function append(
        for update
      ), claimed as (
        update bus.partitions h set next_offset = h.next_offset + c.n
-       from locked l, unnest($2::int[], $3::int[]) as c (partition, n)
+       from locked l, unnest($2::int[], $3::int[], $4::text[]) as c (partition, n, records)
        where h.topic = $1 and h.partition = l.partition and c.partition = l.partition
-       returning h.partition, h.next_offset - c.n as first
+       returning h.partition, h.next_offset - c.n as first, c.n, c.records
      ), inserted as (
-       insert into bus.messages (topic, partition, "offset", key, value, headers)
-       select $1, m.p, c.first + m.i, m.k, m.v, m.h
-       from jsonb_to_recordset($4::jsonb) as m (p int, i int, k text, v jsonb, h jsonb)
-       join claimed c on c.partition = m.p
+       insert into bus.batches (topic, partition, base_offset, last_offset, records)
+       select $1, partition, first, first + n - 1, records from claimed
        returning 1
      )
      -- The notification is delivered at commit, and only if the transaction commits. Sent by this
      -- statement, so the heads' locks are held for no extra round trip.
      select count(*)::int as stored, pg_notify($5, $1) from inserted`,
-    values: [topic, wanted, wanted.map((p) => counts.get(p)), JSON.stringify(rows), MESSAGES_CHANNEL],
+    values: [topic, wanted, wanted.map((p) => batches.get(p)!.length), wanted.map((p) => JSON.stringify(batches.get(p))), MESSAGES_CHANNEL],
   });
   const stored = result[0]?.stored ?? 0;
-  if (stored !== messages.length) {
-    throw new Error(`topic ${topic} is missing partitions: stored ${stored} of ${messages.length} messages`);
+  if (stored !== wanted.length) {
+    throw new Error(`topic ${topic} is missing partitions: stored ${stored} of ${wanted.length} partitions' batches`);
   }
 }
 
@@ -108,7 +118,7 @@ export interface StoredMessage {
   value: unknown;
   headers: Record<string, string>;
   createdAt: Date;
-  /** The stored value's size (jsonb), for gathering batches. */
+  /** The stored message's size (its batch's share), for gathering batches. */
   bytes: number;
 }
 
@@ -119,40 +129,53 @@ export interface ReadPosition {
   from: number;
 }
 
-/** Up to `limit` messages of each position's partition from `from` on, ordered by (topic, partition, offset). */
+/**
+ * Up to `limit` messages of each position's partition from `from` on,
+ * ordered by (topic, partition, offset). Reads the batch holding `from`
+ * (the last one starting at or before it) and those after it that start
+ * within the limit: two index range scans per partition.
+ */
 export async function read(q: Queryable, positions: readonly ReadPosition[], limit: number): Promise<StoredMessage[]> {
   if (positions.length === 0) return [];
   const { rows } = await q.query<{
     topic: string;
     partition: number;
-    offset: string | number;
-    key: string;
-    value: unknown;
-    headers: Record<string, string>;
+    from: string | number;
+    base_offset: string | number;
+    records: string;
     created_at: Date;
-    bytes: number;
   }>({
-    name: 'svc_bus_read',
-    text: `select p.topic, p.partition, m."offset", m.key, m.value, m.headers, m.created_at, pg_column_size(m.value) as bytes
+    name: 'svc_bus_read_batches',
+    text: `select p.topic, p.partition, p.pos as from, b.base_offset, b.records, b.created_at
      from unnest($1::text[], $2::int[], $3::bigint[]) as p (topic, partition, pos)
      cross join lateral (
-       select m."offset", m.key, m.value, m.headers, m.created_at from bus.messages m
-       where m.topic = p.topic and m.partition = p.partition and m."offset" >= p.pos
-       order by m."offset" limit $4
-     ) m
-     order by p.topic, p.partition, m."offset"`,
+       select b.base_offset, b.records, b.created_at from bus.batches b
+       where b.topic = p.topic and b.partition = p.partition and b.last_offset >= p.pos and b.base_offset < p.pos + $4
+         and b.base_offset >= coalesce((
+           select max(x.base_offset) from bus.batches x where x.topic = p.topic and x.partition = p.partition and x.base_offset <= p.pos), 0)
+       order by b.base_offset
+     ) b
+     order by p.topic, p.partition, b.base_offset`,
     values: [positions.map((p) => p.topic), positions.map((p) => p.partition), positions.map((p) => p.from), limit],
   });
-  return rows.map((r) => ({
-    topic: r.topic,
-    partition: r.partition,
-    offset: Number(r.offset),
-    key: r.key,
-    value: r.value,
-    headers: r.headers,
-    createdAt: r.created_at,
-    bytes: r.bytes,
-  }));
+  const out: StoredMessage[] = [];
+  let partition = '';
+  let taken = 0;
+  for (const r of rows) {
+    const here = `${r.topic}\n${r.partition}`;
+    if (here !== partition) {
+      partition = here;
+      taken = 0;
+    }
+    const records = JSON.parse(r.records) as StoredRecord[];
+    const base = Number(r.base_offset);
+    const bytes = Math.ceil(r.records.length / records.length);
+    for (let i = Math.max(0, Number(r.from) - base); i < records.length && taken < limit; i++, taken++) {
+      const [key, value, headers] = records[i]!;
+      out.push({ topic: r.topic, partition: r.partition, offset: base + i, key, value, headers: headers ?? {}, createdAt: r.created_at, bytes });
+    }
+  }
+  return out;
 }
 
 /** The next offset a partition will get, i.e. its end. */
@@ -165,20 +188,24 @@ export async function partitionEnd(q: Queryable, topic: string, partition: numbe
 }
 
 /**
- * Deletes messages older than the retention, in chunks so one sweep never
- * holds a huge transaction, except in topics kept forever. Partition heads
- * stay, so offsets are never reused.
+ * Deletes record batches older than the retention, in chunks so one sweep
+ * never holds a huge transaction, except in topics kept forever; returns
+ * how many messages went. Partition heads stay, so offsets are never reused.
  */
-export async function deleteOlderThan(q: Queryable, hours: number, chunk = 10_000): Promise<number> {
+export async function deleteOlderThan(q: Queryable, hours: number, chunk = 1_000): Promise<number> {
   let total = 0;
   for (;;) {
-    const { rowCount } = await q.query(
-      `delete from bus.messages where ctid = any (array(
-         select ctid from bus.messages where created_at < now() - make_interval(secs => $1)
-           and topic not in (select name from bus.topics where retain_forever) limit $2))`,
+    const { rows } = await q.query<{ batches: number; messages: string | null }>(
+      `with gone as (
+         delete from bus.batches where ctid = any (array(
+           select ctid from bus.batches where created_at < now() - make_interval(secs => $1)
+             and topic not in (select name from bus.topics where retain_forever) limit $2))
+         returning last_offset - base_offset + 1 as n)
+       select count(*)::int as batches, sum(n) as messages from gone`,
       [hours * 3600, chunk],
     );
-    total += rowCount ?? 0;
-    if ((rowCount ?? 0) < chunk) return total;
+    const { batches, messages } = rows[0] ?? { batches: 0, messages: null };
+    total += Number(messages ?? 0);
+    if (batches < chunk) return total;
   }
 }
