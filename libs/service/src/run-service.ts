@@ -23,7 +23,9 @@ import {
   type SignalTarget,
   type VarSpec,
 } from '@svc/runtime';
+import cluster from 'node:cluster';
 import { serviceConfigSpec, type ServiceConfig } from './config';
+import { clusterMetricsRenderer, isClusterWorker, runPrimary, stopSignals } from './workers';
 
 /** What a service's `build` is handed: everything it may use, already started. */
 export interface ServiceContext<C extends ServiceConfig = ServiceConfig> {
@@ -59,6 +61,11 @@ export interface ServiceDefinition<S extends Record<string, VarSpec<unknown>>> {
    * rotation. Default: the database is a hard dependency.
    */
   servesWithoutDatabase?: (config: ServiceConfig & ConfigValues<S>) => boolean;
+  /**
+   * For a stateless service: how many processes serve its port (workers.ts);
+   * above 1, runService forks them. Default: this process alone.
+   */
+  workers?: (config: ServiceConfig & ConfigValues<S>) => number;
   build(ctx: ServiceContext<ServiceConfig & ConfigValues<S>>): Promise<BuiltService>;
 }
 
@@ -84,9 +91,10 @@ export async function startService<S extends Record<string, VarSpec<unknown>>>(
   const config = loadConfigOrExit({ ...serviceConfigSpec, ...definition.configSpec }, env) as ServiceConfig & ConfigValues<S>;
   const logger = createLogger({ name: definition.name, level: config.LOG_LEVEL });
   const lifecycle = new Lifecycle({ logger });
-  if (signals) lifecycle.installSignalHandlers(signals);
+  if (signals) lifecycle.installSignalHandlers(signals, stopSignals());
   try {
     const metrics = createMetrics({ defaultLabels: { service: definition.name } });
+    if (isClusterWorker()) metrics.render = clusterMetricsRenderer(metrics.registry);
     const connection = databaseConnection(config.DATABASE_URL, config);
     await checkConnections(config, connection);
     const db = createDb({ ...connection, poolMax: definition.poolMax?.(config) ?? config.DB_POOL_MAX, applicationName: definition.name });
@@ -156,9 +164,18 @@ export function startFailure(name: string, err: unknown): string {
 /**
  * A service's whole main: startService on the process environment, with the
  * process's signals running the shutdown, and on a failed start a message on
- * stderr and exit code 1.
+ * stderr and exit code 1. A service whose `workers` says more than one is
+ * started in that many forked processes sharing its port (workers.ts).
  */
 export function runService<S extends Record<string, VarSpec<unknown>>>(definition: ServiceDefinition<S>): void {
+  if (cluster.isPrimary && definition.workers) {
+    const config = loadConfigOrExit({ ...serviceConfigSpec, ...definition.configSpec }, process.env) as ServiceConfig & ConfigValues<S>;
+    const count = definition.workers(config);
+    if (count > 1) {
+      runPrimary(definition.name, count);
+      return;
+    }
+  }
   startService(definition, process.env, process).then(
     () => undefined,
     (err: unknown) => {

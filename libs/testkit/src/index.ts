@@ -11,3 +11,4 @@ export { secretFile, startSecuredInfra, type Login, type SecuredInfra } from './
 export { script as infraScript, startLocalPostgres, type LocalPostgres } from './local-infra';
 export { describeWithKafkaAnd, isExecutable, missingPrograms } from './programs';
 export { acknowledgedBy, longestGapWithoutOk, startLoad, unacknowledgedAnswers, within, type LoadCounts, type LoadOptions, type LoadResult, type LoadRun, type Outcome, type RequestRecord } from './load';
+export { waitFor } from './wait-for';

@@ -11,7 +11,8 @@
 # request, --users 100000, a random loopback X-Forwarded-For per request, our 20 keys in rotation) for
 # STEP_S seconds against each. Gateway CPU is read from /proc (user + system) over the step. Prints one
 # markdown table. Every process it starts it ends, by pid; everything listens on 127.0.0.1 only.
-# env: STEP_S (15), PEER_DIR (/tmp/peer), BUILD (this repository: its dist/ is measured).
+# env: STEP_S (15), PEER_DIR (/tmp/peer), BUILD (this repository: its dist/ is measured), OURS_WORKERS
+# (1: our gateway's GATEWAY_WORKERS).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-$(cd "$here/../../.." && pwd)}
@@ -25,7 +26,11 @@ ours_pid=""
 cleanup() { [ -n "$ours_pid" ] && kill "$ours_pid" 2> /dev/null || true; bash "$PEER_SCRIPT" stop "$PEER_DIR" > /dev/null 2>&1 || true; }
 trap cleanup EXIT
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# A process's CPU and its children's (our gateway's workers, with OURS_WORKERS above 1).
+cpu_ticks() {
+  local pids="$1 $(cat "/proc/$1/task/$1/children" 2> /dev/null)"
+  for p in $pids; do awk '{print $14 + $15}' "/proc/$p/stat" 2> /dev/null; done | awk '{s += $1} END {print s}'
+}
 free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 svcctl() { DATABASE_URL=$OURS_DB node "$BUILD/tools/svcctl/dist/main.js" "$@"; }
 
@@ -65,7 +70,7 @@ for conc in "${STEPS[@]}"; do
     auth+="${auth:+|}Bearer $key"
   done
   port=$(free_port)
-  DATABASE_URL=$OURS_DB HOST=127.0.0.1 PORT=$port LOG_LEVEL=warn TRUSTED_PROXIES=127.0.0.1 \
+  DATABASE_URL=$OURS_DB HOST=127.0.0.1 PORT=$port LOG_LEVEL=warn TRUSTED_PROXIES=127.0.0.1 GATEWAY_WORKERS=${OURS_WORKERS:-1} \
     RAW_LOG_MASTER_KEY=$(openssl rand -hex 32) IDENTIFIER_HASH_KEYS=$(openssl rand -hex 32) \
     node --max-semi-space-size=64 "$BUILD/services/ingest-gateway/dist/main.js" > /dev/null 2>&1 &
   ours_pid=$!

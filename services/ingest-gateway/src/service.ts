@@ -36,7 +36,14 @@ const configSpec = {
   ...requiredRawLogKeyConfigSpec,
   ...requiredIdentifierHashConfigSpec,
   // Each request checks the key, the limits and the usage: more connections than the other services.
-  DB_POOL_MAX: env.int({ description: 'Database connections of this process', default: 20, min: 2, max: 200 }),
+  DB_POOL_MAX: env.int({ description: 'Database connections of this process (of each worker)', default: 20, min: 2, max: 200 }),
+  GATEWAY_WORKERS: env.int({
+    description:
+      'Processes serving the port (node:cluster), each a whole gateway with its own pool: one per core the gateway may use on its machine (1: this process alone; in Kubernetes, scale replicas instead)',
+    default: 1,
+    min: 1,
+    max: 64,
+  }),
 };
 
 /** The ingest gateway as its own deployment (migrations: the migrate job). Stateless: run as many replicas as load asks. */
@@ -46,4 +53,5 @@ export const gatewayService: ServiceDefinition<typeof configSpec> = {
   build: async (ctx) => buildGateway(ctx, await masterKeyRing(ctx.config), await checkedIdentifierHashes(ctx.db, ctx.config)),
   // On Kafka the log is its only hard dependency: API keys and visitors' data keys held, and limits counted, in-process carry it through a database failover.
   servesWithoutDatabase: (config) => config.KAFKA_BROKERS.length > 0,
+  workers: (config) => config.GATEWAY_WORKERS,
 };

@@ -8,7 +8,7 @@ import { ConfigResourceTypes, Kafka, logLevel, type Admin, type Consumer, type P
 import { Registry } from 'prom-client';
 import type { TopicSpec } from '@svc/contracts';
 import { freePort } from '@svc/runtime';
-import { describeWithKafka, kafkaEndpoints } from '@svc/testkit';
+import { describeWithKafka, kafkaEndpoints, waitFor } from '@svc/testkit';
 import { runBusContract } from '../contract.suite';
 import { BusUnavailableError, DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, SchemaViolationError } from '../errors';
 import type { IncomingMessage, OutgoingMessage } from '../port';
@@ -340,10 +340,3 @@ function keyIn(p: number, n: number): string {
   for (let i = 0; ; i++) if (partitionFor(`key-${i}`, n) === p) return `key-${i}`;
 }
 
-async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import type pg from 'pg';
 import type { TopicSpec } from '@svc/contracts';
 import { createDb, freePort, type Db } from '@svc/runtime';
-import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, describeWithPostgres, waitFor, type TestDatabase } from '@svc/testkit';
 import { runBusContract } from '../contract.suite';
 import { BusUnavailableError } from '../errors';
 import type { IncomingMessage, OutgoingMessage } from '../port';
@@ -308,13 +308,6 @@ async function appendUnchecked(db: Db, topic: TopicSpec, messages: OutgoingMessa
   }
 }
 
-async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await sleep(10);
-  }
-}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i);

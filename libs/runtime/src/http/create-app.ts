@@ -47,6 +47,7 @@ export function createApp(options: CreateAppOptions): ServiceApp {
   app.use(
     healthRoutes({
       registry: options.metrics.registry,
+      render: options.metrics.render,
       readiness: options.readiness,
       logger: options.logger,
       readinessTimeoutMs: options.readinessTimeoutMs,

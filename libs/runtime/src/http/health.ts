@@ -19,6 +19,8 @@ export type ReadinessProbe = () => Promise<ReadinessReport>;
 
 export interface HealthRoutesOptions {
   registry: Registry;
+  /** What /metrics serves (default: the registry's metrics). */
+  render?: () => Promise<string>;
   readiness: ReadinessProbe;
   logger: Logger;
   /** A probe slower than this counts as not ready. Default 5000 ms. */
@@ -56,7 +58,7 @@ export function healthRoutes(options: HealthRoutesOptions): Router {
     sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready', checks });
   });
   router.get('/metrics', async (_req, res) => {
-    const text = await options.registry.metrics();
+    const text = await (options.render ?? (() => options.registry.metrics()))();
     res.status(200).set('Content-Type', options.registry.contentType).send(text);
   });
   return router;

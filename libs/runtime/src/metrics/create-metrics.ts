@@ -3,8 +3,10 @@ import * as prom from 'prom-client';
 export type HttpDurationLabels = 'method' | 'route' | 'status';
 
 export interface Metrics {
-  /** The registry this app's metrics live in; /metrics renders exactly this. */
+  /** The registry this app's metrics live in; /metrics renders exactly this, unless `render` is set. */
   registry: prom.Registry;
+  /** What /metrics serves instead of the registry alone: a cluster worker's serves every worker's (libs/service workers.ts). */
+  render?: () => Promise<string>;
   /** Request latency by method, matched route pattern (or `unmatched`) and status. */
   httpRequestDuration: prom.Histogram<HttpDurationLabels>;
   /** Requests refused with a 429 before any lookup because their address sent too many keys that did not verify (FailedAuthThrottle). */

@@ -19,6 +19,8 @@ export interface ServiceProcess {
   pid: number;
   /** True once the process has exited. */
   exited(): boolean;
+  /** Its exit code once it has exited (null: not yet, or ended by a signal). */
+  exitCode(): number | null;
   /** The last 64 KB of its output (the logs go to stdout, a failed start to stderr). */
   stderr(): string;
   /** SIGTERM, waits for the exit (SIGKILL after `graceMs`). */
@@ -72,7 +74,7 @@ export async function startServiceProcess(service: DeployedService, env: Record<
     await exited;
   };
   if (child.pid === undefined) throw new Error(`${service} did not start`);
-  const handle: ServiceProcess = { service, origin, pid: child.pid, exited: gone, stderr: () => stderr.slice(-STDERR_KEEP), stop, kill };
+  const handle: ServiceProcess = { service, origin, pid: child.pid, exited: gone, exitCode: () => child.exitCode, stderr: () => stderr.slice(-STDERR_KEEP), stop, kill };
   const deadline = Date.now() + readyWithinMs;
   for (;;) {
     if (gone()) throw new Error(`${service} exited (${child.exitCode ?? child.signalCode}) before it served: ${stderr}`);
