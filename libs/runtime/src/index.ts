@@ -57,5 +57,6 @@ export { InProcessRateLimiter, PostgresRateLimiter, type RateLimiter, type RateL
 export { rateLimitMigrations } from './rate-limit/migrations';
 export { httpServiceConfigSpec } from './config/common';
 export { SealedBlobError, openBytes, pooledRandomBytes, sealBytes } from './crypto/aead';
+export { timeOrderedUuid } from './crypto/time-ordered-uuid';
 export { SecretKeyError, generateSecretKey, parseSecretKey, secretKeyFromDataDir } from './crypto/secret-key';
 export { admit, perIpRateLimited, perOrgIpRule, rateLimitHeaders, type AdmissionDeps } from './rate-limit/http';

@@ -12,7 +12,9 @@
 # STEP_S seconds against each. Gateway CPU is read from /proc (user + system) over the step. Prints one
 # markdown table. Every process it starts it ends, by pid; everything listens on 127.0.0.1 only.
 # env: STEP_S (15), PEER_DIR (/tmp/peer), BUILD (this repository: its dist/ is measured), OURS_WORKERS
-# (1: our gateway's GATEWAY_WORKERS).
+# (1: our gateway's GATEWAY_WORKERS), OURS_TIER (postgres; `kafka`: ours on a local broker and registry
+# started once for the run, infra/local, full JIT: a 200 then means the broker acknowledged with acks=all
+# (one broker, so one copy), the keys and limits still on the same PostgreSQL server).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-$(cd "$here/../../.." && pwd)}
@@ -22,8 +24,18 @@ PEER_DIR=${PEER_DIR:-/tmp/peer}
 STEP_S=${STEP_S:-15}
 STEPS=("$@"); [ ${#STEPS[@]} -gt 0 ] || STEPS=(4 8 16 32)
 TICKS=$(getconf CLK_TCK)
+OURS_TIER=${OURS_TIER:-postgres}
 ours_pid=""
-cleanup() { [ -n "$ours_pid" ] && kill "$ours_pid" 2> /dev/null || true; bash "$PEER_SCRIPT" stop "$PEER_DIR" > /dev/null 2>&1 || true; }
+infra_dir=""
+cleanup() {
+  [ -n "$ours_pid" ] && kill "$ours_pid" 2> /dev/null || true
+  bash "$PEER_SCRIPT" stop "$PEER_DIR" > /dev/null 2>&1 || true
+  if [ -n "$infra_dir" ]; then
+    bash "$BUILD/infra/local/registry.sh" stop "$infra_dir/registry" > /dev/null 2>&1 || true
+    bash "$BUILD/infra/local/kafka.sh" stop "$infra_dir/kafka" > /dev/null 2>&1 || true
+    rm -rf "$infra_dir"
+  fi
+}
 trap cleanup EXIT
 
 # A process's CPU and its children's (our gateway's workers, with OURS_WORKERS above 1).
@@ -46,6 +58,16 @@ measure() {
     console.log([r.events_per_s, r.p99_ms, events ? Math.round((ticks / hz) * 1e6 / events) : 0, bad].join(" "));
   ' "$out" "$((after - before))" "$TICKS" "$STEP_S"
 }
+
+ours_bus_env=()
+if [ "$OURS_TIER" = kafka ]; then
+  infra_dir=$(mktemp -d /tmp/peer-compare-infra.XXXXXX)
+  mkdir -p "$infra_dir/kafka" "$infra_dir/registry"
+  kafka_port=$(free_port)
+  KAFKA_CONTROLLER_PORT=$(free_port) KAFKA_JVM_OPTS='' bash "$BUILD/infra/local/kafka.sh" start "$infra_dir/kafka" "$kafka_port" | tail -1 > "$infra_dir/kafka.env"
+  REGISTRY_JVM_OPTS='' bash "$BUILD/infra/local/registry.sh" start "$infra_dir/registry" "$(free_port)" | tail -1 > "$infra_dir/registry.env"
+  ours_bus_env=("$(cat "$infra_dir/kafka.env")" "$(cat "$infra_dir/registry.env")")
+fi
 
 echo "| concurrency | ours events/s | rudder events/s | ratio | p99 ours / rudder ms | gateway CPU µs/event ours / rudder | non-200 ours / rudder |"
 echo "|---|---|---|---|---|---|---|"
@@ -70,7 +92,8 @@ for conc in "${STEPS[@]}"; do
     auth+="${auth:+|}Bearer $key"
   done
   port=$(free_port)
-  DATABASE_URL=$OURS_DB HOST=127.0.0.1 PORT=$port LOG_LEVEL=warn TRUSTED_PROXIES=127.0.0.1 GATEWAY_WORKERS=${OURS_WORKERS:-1} \
+  env "${ours_bus_env[@]}" TOPIC_PREFIX="peercmp$n." \
+    DATABASE_URL=$OURS_DB HOST=127.0.0.1 PORT=$port LOG_LEVEL=warn TRUSTED_PROXIES=127.0.0.1 GATEWAY_WORKERS=${OURS_WORKERS:-1} \
     RAW_LOG_MASTER_KEY=$(openssl rand -hex 32) IDENTIFIER_HASH_KEYS=$(openssl rand -hex 32) \
     node --max-semi-space-size=64 "$BUILD/services/ingest-gateway/dist/main.js" > /dev/null 2>&1 &
   ours_pid=$!

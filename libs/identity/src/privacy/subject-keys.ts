@@ -1,5 +1,5 @@
-import { hash, randomUUID } from 'node:crypto';
-import { SealedBlobError, isDatabaseUnavailable, openBytes, pooledRandomBytes, preparedRaw, sealBytes, type Db } from '@svc/runtime';
+import { hash } from 'node:crypto';
+import { SealedBlobError, isDatabaseUnavailable, openBytes, pooledRandomBytes, preparedRaw, sealBytes, timeOrderedUuid, type Db } from '@svc/runtime';
 import type { IdentifierHashes } from './hash';
 
 /**
@@ -209,7 +209,9 @@ export class SubjectKeys extends HeldKeyTable<DataKey> {
     const subjects = [...new Set(anonymousIds)]
       .map((a) => {
         const [hash, previous] = this.hashes.lookups(orgId, 'anonymous_id', a);
-        return { anonymousId: a, hash, previous, keyId: randomUUID(), key: pooledRandomBytes(32) };
+        // Time-ordered: key_id's unique index then grows at its edge (it tells when the visitor was first
+        // seen, which the log's receive times tell anyway).
+        return { anonymousId: a, hash, previous, keyId: timeOrderedUuid(), key: pooledRandomBytes(32) };
       })
       .sort((x, y) => (x.hash < y.hash ? -1 : x.hash > y.hash ? 1 : 0));
     const wrapped = subjects.map((s) => wrapDataKey(this.ring.current, orgId, s.keyId, s.key).toString('hex'));
