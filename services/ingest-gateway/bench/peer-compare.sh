@@ -66,7 +66,7 @@ if [ "$OURS_TIER" = kafka ]; then
   kafka_port=$(free_port)
   KAFKA_CONTROLLER_PORT=$(free_port) KAFKA_JVM_OPTS='' bash "$BUILD/infra/local/kafka.sh" start "$infra_dir/kafka" "$kafka_port" | tail -1 > "$infra_dir/kafka.env"
   REGISTRY_JVM_OPTS='' bash "$BUILD/infra/local/registry.sh" start "$infra_dir/registry" "$(free_port)" | tail -1 > "$infra_dir/registry.env"
-  ours_bus_env=("$(cat "$infra_dir/kafka.env")" "$(cat "$infra_dir/registry.env")")
+  ours_bus_env=("$(cat "$infra_dir/kafka.env")" "$(cat "$infra_dir/registry.env")" KAFKA_REPLICATION_FACTOR=1 KAFKA_MIN_INSYNC_REPLICAS=1)
 fi
 
 echo "| concurrency | ours events/s | rudder events/s | ratio | p99 ours / rudder ms | gateway CPU µs/event ours / rudder | non-200 ours / rudder |"
@@ -95,7 +95,7 @@ for conc in "${STEPS[@]}"; do
   env "${ours_bus_env[@]}" TOPIC_PREFIX="peercmp$n." \
     DATABASE_URL=$OURS_DB HOST=127.0.0.1 PORT=$port LOG_LEVEL=warn TRUSTED_PROXIES=127.0.0.1 GATEWAY_WORKERS=${OURS_WORKERS:-1} \
     RAW_LOG_MASTER_KEY=$(openssl rand -hex 32) IDENTIFIER_HASH_KEYS=$(openssl rand -hex 32) \
-    node --max-semi-space-size=64 "$BUILD/services/ingest-gateway/dist/main.js" > /dev/null 2>&1 &
+    node --max-semi-space-size=64 "$BUILD/services/ingest-gateway/dist/main.js" > "${OURS_LOG:-/dev/null}" 2>&1 &
   ours_pid=$!
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/readyz" > /dev/null && break; sleep 0.2; done
   url="http://127.0.0.1:$port/functions/v1/v1-batch"
