@@ -23,7 +23,6 @@ import {
   type SignalTarget,
   type VarSpec,
 } from '@svc/runtime';
-import cluster from 'node:cluster';
 import { serviceConfigSpec, type ServiceConfig } from './config';
 import { clusterMetricsRenderer, isClusterWorker, runPrimary, stopSignals } from './workers';
 
@@ -87,8 +86,20 @@ export async function startService<S extends Record<string, VarSpec<unknown>>>(
   /** Where SIGTERM and SIGINT come from (the process); handled from the start, before anything is built. */
   signals?: SignalTarget,
 ): Promise<RunningService> {
+  return startWithConfig(definition, loadServiceConfig(definition, env), signals);
+}
+
+/** The service's configuration, read once: the shared settings, then its own (a bad value exits 78 naming it). */
+function loadServiceConfig<S extends Record<string, VarSpec<unknown>>>(definition: ServiceDefinition<S>, env: Record<string, string | undefined>): ServiceConfig & ConfigValues<S> {
   // The values of the two specs together (TypeScript cannot see through the generic spread).
-  const config = loadConfigOrExit({ ...serviceConfigSpec, ...definition.configSpec }, env) as ServiceConfig & ConfigValues<S>;
+  return loadConfigOrExit({ ...serviceConfigSpec, ...definition.configSpec }, env) as ServiceConfig & ConfigValues<S>;
+}
+
+async function startWithConfig<S extends Record<string, VarSpec<unknown>>>(
+  definition: ServiceDefinition<S>,
+  config: ServiceConfig & ConfigValues<S>,
+  signals: SignalTarget | undefined,
+): Promise<RunningService> {
   const logger = createLogger({ name: definition.name, level: config.LOG_LEVEL });
   const lifecycle = new Lifecycle({ logger });
   if (signals) lifecycle.installSignalHandlers(signals, stopSignals());
@@ -168,15 +179,13 @@ export function startFailure(name: string, err: unknown): string {
  * started in that many forked processes sharing its port (workers.ts).
  */
 export function runService<S extends Record<string, VarSpec<unknown>>>(definition: ServiceDefinition<S>): void {
-  if (cluster.isPrimary && definition.workers) {
-    const config = loadConfigOrExit({ ...serviceConfigSpec, ...definition.configSpec }, process.env) as ServiceConfig & ConfigValues<S>;
-    const count = definition.workers(config);
-    if (count > 1) {
-      runPrimary(definition.name, count);
-      return;
-    }
+  const config = loadServiceConfig(definition, process.env);
+  const workers = definition.workers?.(config) ?? 1;
+  if (!isClusterWorker() && workers > 1) {
+    runPrimary(definition.name, workers);
+    return;
   }
-  startService(definition, process.env, process).then(
+  startWithConfig(definition, config, process).then(
     () => undefined,
     (err: unknown) => {
       process.stderr.write(`${startFailure(definition.name, err)}\n`);

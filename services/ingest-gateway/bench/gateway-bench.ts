@@ -169,6 +169,7 @@ async function benchTier(database: BenchDatabase, env: Record<string, string>, r
       });
       const own = process.cpuUsage(own0);
       const cpu = target.cpuSeconds() - cpu0;
+      const machine = machineSeconds();
       const watched = WATCH_PIDS.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - watched0;
       return {
         ...load,
@@ -177,9 +178,9 @@ async function benchTier(database: BenchDatabase, env: Record<string, string>, r
         watchedCores: WATCH_PIDS.length > 0 ? watched / load.seconds : undefined,
         loadCores: (own.user + own.system) / 1e6 / load.seconds,
         loadAverage: os.loadavg()[0] ?? 0,
-        stolenCores: (machineSeconds().steal - machine0.steal) / load.seconds,
+        stolenCores: (machine.steal - machine0.steal) / load.seconds,
         machineCpuUsPerEvent:
-          load.eventsAccepted > 0 ? ((machineSeconds().busy - machine0.busy - (own.user + own.system) / 1e6) * 1e6) / load.eventsAccepted : 0,
+          load.eventsAccepted > 0 ? ((machine.busy - machine0.busy - (own.user + own.system) / 1e6) * 1e6) / load.eventsAccepted : 0,
       };
     };
     if (knobs.BENCH_WARMUP_MS > 0) await step('w', CONCURRENCY[0] ?? 4, knobs.BENCH_WARMUP_MS);
