@@ -47,9 +47,13 @@ export async function stopAll(children: readonly ChildProcess[]): Promise<void> 
 const CLOCK_TICKS = 100;
 
 /**
- * CPU seconds (user + system) used so far by a process and its live
- * children (a cluster's workers, PostgreSQL's backends); 0 where /proc says
- * nothing (not Linux, or the process is gone). For benchmarks.
+ * CPU seconds (user + system) used so far by a process and its children (a
+ * cluster's workers, PostgreSQL's backends and autovacuum workers), those
+ * that have exited included: a child's time moves into its parent's
+ * cutime and cstime when it is reaped, so a backend or vacuum worker that
+ * ends inside a measurement neither vanishes from it nor makes it negative.
+ * 0 where /proc says nothing (not Linux, or the process is gone). For
+ * benchmarks.
  */
 export function cpuSeconds(pid: number | undefined): number {
   if (pid === undefined) return 0;
@@ -63,9 +67,9 @@ export function cpuSeconds(pid: number | undefined): number {
   for (const p of procs) {
     try {
       const text = readFileSync(`/proc/${p}/stat`, 'utf8');
-      // Fields after the name: state(0) ppid(1) ... utime(11) stime(12).
+      // Fields after the name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14).
       const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      if (Number(p) === pid || Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
+      if (Number(p) === pid || Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
     } catch {
       // gone meanwhile
     }

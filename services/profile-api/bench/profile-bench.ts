@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import path from 'node:path';
@@ -22,6 +22,8 @@ import {
   type Db,
 } from '@svc/runtime';
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
+import { bulkLoadIdentity } from '@svc/testkit/dist/bulk-load';
+import { nameValues } from '@svc/testkit/dist/name-values';
 import { CursorCodec } from '../src/cursor';
 import { mountProfileApi } from '../src/routes-setup';
 
@@ -49,14 +51,20 @@ const benchConfigSpec = {
   BENCH_SECONDS: env.int({ description: 'Measured seconds per route', default: 15, min: 1 }),
   BENCH_DATA_DIR: env.optionalString({ description: 'Keep the embedded database here (and reuse it) instead of a temporary directory' }),
   DATABASE_URL: env.optionalString({ description: "A PostgreSQL superuser URL to create the bench's database on; default an embedded server" }),
+  BENCH_PROFILES: env.int({ description: 'Live profiles seeded (2% more are seeded merged away)', default: 100_000, min: 1_000 }),
+  BENCH_EVENTS: env.int({ description: 'Events seeded, spread over the profiles', default: 2_000_000, min: 200_000 }),
+  BENCH_WRITE_DOC: env.bool({ description: 'Write the table into docs/benchmarks.md (false: print only)', default: true }),
+  BENCH_RESULT_FILE: env.optionalString({ description: 'Also write the results as JSON here (the scale curve reads them)' }),
+  BENCH_PG_SETTINGS: env.list({ description: 'name=value settings for the embedded PostgreSQL server over the bench\'s own (e.g. shared_buffers=6GB)', default: [] }),
+  BENCH_ROUTES: env.list({ description: 'Measure only the routes whose name contains one of these (default every route)', default: [] }),
 };
 const knobs = loadConfigOrExit(benchConfigSpec, process.env);
 const RATE = knobs.BENCH_RATE;
 const SECONDS = knobs.BENCH_SECONDS;
 const WARMUP_SECONDS = 2;
-const PROFILES = 100_000;
-const MERGED = 2_000;
-const EVENTS = 2_000_000;
+const PROFILES = knobs.BENCH_PROFILES;
+const MERGED = Math.round(PROFILES / 50);
+const EVENTS = knobs.BENCH_EVENTS;
 /** Profiles 1..5 get 20,000 events each on top of their share: the deep-paging targets. */
 const HEAVY = 5;
 const HEAVY_EVENTS = 20_000;
@@ -123,7 +131,7 @@ async function main(): Promise<void> {
       mount: (router) => mountProfileApi(router, { db, logger, trustedProxies: ['127.0.0.1'], failedAuth: new FailedAuthThrottle(1_000_000), cursorSecret: SECRET }),
     });
     const base = `${server.url}/functions/v1/v1-profiles`;
-    const scenarios = await buildScenarios(db, orgId);
+    const scenarios = (await buildScenarios(db, orgId)).filter((s) => knobs.BENCH_ROUTES.length === 0 || knobs.BENCH_ROUTES.some((r) => s.name.includes(r)));
     const results: Result[] = [];
     const loadBefore = os.loadavg()[0]!;
     for (const s of scenarios) {
@@ -136,7 +144,11 @@ async function main(): Promise<void> {
     const load = [loadBefore, os.loadavg()[0]!] as const;
     const section = table(results, seedSeconds, (Date.now() - started) / 1000, load);
     console.log(section);
-    await writeDocSection('benchmarks.md', 'profile-bench', section);
+    if (knobs.BENCH_WRITE_DOC) await writeDocSection('benchmarks.md', 'profile-bench', section);
+    if (knobs.BENCH_RESULT_FILE) {
+      const { rows } = (await db.raw('select pg_database_size(current_database())::float8 as bytes')) as { rows: Array<{ bytes: number }> };
+      await writeFile(knobs.BENCH_RESULT_FILE, JSON.stringify({ profiles: PROFILES, events: EVENTS, databaseBytes: rows[0]!.bytes, results }));
+    }
     const missed = results.filter((r) => r.floor !== undefined && (r.p99 >= r.floor || r.failures > 0));
     if (missed.length > 0) {
       log(`floor missed: ${missed.map((r) => r.name).join(', ')}`);
@@ -176,18 +188,17 @@ async function freshDatabase(): Promise<{ url: string; stop: () => Promise<void>
   const server = await startEmbeddedPostgres({
     dataDir,
     database: keep ? 'profile_bench' : name,
-    // Throwaway data: durability off; memory for the index builds.
+    // Throwaway data: durability off; memory for the index builds (shared buffers and WAL as the embedded server sizes them).
     settings: {
       fsync: 'off',
       synchronous_commit: 'off',
       full_page_writes: 'off',
-      shared_buffers: '1GB',
       maintenance_work_mem: '1GB',
       work_mem: '32MB',
-      max_wal_size: '8GB',
       checkpoint_timeout: '30min',
       // Nothing else writes here; an auto-analyze during the load would only hold the vacuum horizon back.
       autovacuum: 'off',
+      ...nameValues(knobs.BENCH_PG_SETTINGS),
     },
   });
   return {
@@ -215,104 +226,79 @@ async function seed(db: Db, orgId: string): Promise<void> {
   };
   const t0 = "(timestamptz '2026-11-20 00:00:00+00')";
   const pid = (n: string) => `md5('p' || ${n})::uuid`;
-  const indexes = (await db.raw(
-    `select indexname, indexdef from pg_indexes i
-     where schemaname = 'identity' and tablename in ('events', 'profiles', 'identity_signals')
-       and not exists (select 1 from pg_constraint c where c.conname = i.indexname)`,
-  )) as { rows: Array<{ indexname: string; indexdef: string }> };
-  for (const i of indexes.rows) await db.raw(`drop index identity.${i.indexname}`);
-  // The events' keys and foreign key too: checked once, in bulk, when they are added back.
-  const constraints = (await db.raw(
-    `select conname, pg_get_constraintdef(oid) as def from pg_constraint
-     where conrelid = 'identity.events'::regclass and contype in ('p', 'u', 'f') order by contype desc`,
-  )) as { rows: Array<{ conname: string; def: string }> };
-  for (const c of [...constraints.rows].reverse()) await db.raw(`alter table identity.events drop constraint ${c.conname}`);
-
-  await step(
-    'profiles',
-    `insert into identity.profiles (id, org_id, canonical_id, user_id, first_seen_at, last_seen_at, event_count, session_count,
-                                    engagement_score, first_touch, last_touch, created_at)
-     select ${pid('n')}, ?, 'prf_' || substr(md5('c' || n), 1, 26), case when n % 5 < 2 then 'user-' || n end,
-            ${t0}, ${t0}, 0, 1 + n % 7, (n % 1000) / 10.0,
-            jsonb_build_object('source', 'google', 'medium', 'cpc', 'campaign', 'c' || n % 50, 'at', ${t0} - interval '30 days'),
-            jsonb_build_object('source', 'newsletter', 'medium', 'email', 'campaign', 'n' || n % 20, 'at', ${t0}),
-            ${t0} - n * interval '1 minute'
-     from generate_series(1, ?::int) n`,
-    [orgId, PROFILES + MERGED],
-  );
-  await step(
-    'merged profiles',
-    `update identity.profiles set merged_into = ${pid('(n - ' + PROFILES + ')')}
-     from generate_series(?::int, ?::int) n where id = ${pid('n')}`,
-    [PROFILES + 1, PROFILES + MERGED],
-  );
-  await step(
-    'identity signals',
-    `insert into identity.identity_signals (org_id, signal_type, signal_value, profile_id, confidence, first_seen_at, last_seen_at, occurrence_count)
-     select ?, t.type, t.value, ${pid('n')}, t.confidence, ${t0} - interval '20 days', ${t0}, 1 + n % 9
-     from generate_series(1, ?::int) n
-     cross join lateral (values
-       ('anonymous_id', 'anon-' || n, 0.6::real, true),
-       ('user_id', 'user-' || n, 1::real, n % 5 < 2),
-       ('email', 'user' || n || '@example.com', 0.9::real, n % 5 < 2),
-       ('phone', '+9198' || lpad(n::text, 8, '0'), 0.8::real, n % 10 = 0)
-     ) as t (type, value, confidence, present)
-     where t.present`,
-    [orgId, PROFILES],
-  );
-  await step(
-    'fingerprints and click IDs',
-    `with f as (
-       insert into identity.fingerprints (org_id, profile_id, fingerprint_hash, stability_score, first_seen_at, last_seen_at, occurrence_count)
-       select ?, ${pid('n')}, md5('f' || n), 1, ${t0} - interval '10 days', ${t0}, 3 from generate_series(3, ?::int, 3) n
-       returning 1
-     )
-     insert into identity.click_ids (org_id, click_type, click_id, profile_id, campaign_source, campaign_medium, first_seen_at, last_seen_at)
-     select ?, 'gclid', 'gclid-' || n, ${pid('n')}, 'google', 'cpc', ${t0} - interval '9 days', ${t0} from generate_series(4, ?::int, 4) n`,
-    [orgId, PROFILES, orgId, PROFILES],
-  );
-  const eventsSql = `insert into identity.events (id, org_id, message_id, profile_id, event_name, event_timestamp, received_at,
-                                  properties, context, anonymous_id, user_id, resolution_method)
-     select md5('e' || g)::uuid, ?, 'm' || g, ${pid('p')},
-            (array['$pageview', 'viewed', 'purchase', 'signup'])[1 + g % 4],
-            ${t0} - g * interval '1 second', ${t0} - g * interval '1 second' + interval '150 milliseconds',
-            jsonb_build_object('i', g, 'sku', 'SKU-' || g % 500, 'price', (g % 10000) / 100.0),
-            jsonb_build_object('page', jsonb_build_object('path', '/p/' || g % 100, 'title', 'Page ' || g % 100),
-                               'library', jsonb_build_object('name', 'svc-browser', 'version', '1.5.0'), 'ip_address', '203.0.113.7'),
-            'anon-' || p, null, 'anonymous_id'
-     from generate_series(?::int, ?::int) g
-     cross join lateral (select case when g <= ?::int then 1 + (g - 1) % ?::int else 1 + (g - 1) % ?::int end as p) x`;
-  // One slice per core, on connections of their own.
-  const slices = Math.max(1, Math.min(4, os.cpus().length));
-  const per = Math.ceil(EVENTS / slices);
-  const t = Date.now();
-  await Promise.all(
-    Array.from({ length: slices }, (_, k) =>
-      db.raw(eventsSql, [orgId, k * per + 1, Math.min(EVENTS, (k + 1) * per), HEAVY * HEAVY_EVENTS, HEAVY, PROFILES]),
-    ),
-  );
-  log(`  events: ${((Date.now() - t) / 1000).toFixed(1)} s`);
-  for (const c of constraints.rows) await step(`constraint ${c.conname}`, `alter table identity.events add constraint ${c.conname} ${c.def}`);
-  await step(
-    'profile counters',
-    `update identity.profiles p set event_count = c.n, first_seen_at = c.first, last_seen_at = c.last
-     from (select profile_id, count(*) as n, min(event_timestamp) as first, max(event_timestamp) as last
-           from identity.events group by profile_id) c
-     where p.id = c.profile_id`,
-  );
-  for (const i of indexes.rows) await step(`index ${i.indexname}`, i.indexdef);
-  // Vacuum until the visibility map covers the tables (an analyze running meanwhile can hold the horizon back),
-  // as it does on a server whose autovacuum has caught up: index-only scans then skip the heap.
-  for (let round = 1; round <= 3; round++) {
-    await step(`vacuum analyze (round ${round})`, 'vacuum (analyze) identity.profiles, identity.canonical_ids, identity.events, identity.identity_signals, identity.fingerprints, identity.click_ids');
-    const { rows } = (await db.raw(
-      `select coalesce(min(relallvisible::float / greatest(relpages, 1)), 1) as covered from pg_class
-       where oid in ('identity.profiles'::regclass, 'identity.events'::regclass, 'identity.identity_signals'::regclass)`,
-    )) as { rows: Array<{ covered: number }> };
-    if ((rows[0]?.covered ?? 1) >= 0.99) break;
-  }
-  // Write the load's dirty pages out now rather than in the middle of a measurement (needs superuser: best effort).
-  await step('checkpoint', 'checkpoint').catch(() => log('  checkpoint not allowed for this user; skipped'));
+  await bulkLoadIdentity(db, async () => {
+    await step(
+      'profiles',
+      `insert into identity.profiles (id, org_id, canonical_id, user_id, first_seen_at, last_seen_at, event_count, session_count,
+                                      engagement_score, first_touch, last_touch, created_at)
+       select ${pid('n')}, ?, 'prf_' || substr(md5('c' || n), 1, 26), case when n % 5 < 2 then 'user-' || n end,
+              ${t0}, ${t0}, 0, 1 + n % 7, (n % 1000) / 10.0,
+              jsonb_build_object('source', 'google', 'medium', 'cpc', 'campaign', 'c' || n % 50, 'at', ${t0} - interval '30 days'),
+              jsonb_build_object('source', 'newsletter', 'medium', 'email', 'campaign', 'n' || n % 20, 'at', ${t0}),
+              ${t0} - n * interval '1 minute'
+       from generate_series(1, ?::int) n`,
+      [orgId, PROFILES + MERGED],
+    );
+    await step(
+      'merged profiles',
+      `update identity.profiles set merged_into = ${pid('(n - ' + PROFILES + ')')}
+       from generate_series(?::int, ?::int) n where id = ${pid('n')}`,
+      [PROFILES + 1, PROFILES + MERGED],
+    );
+    await step(
+      'identity signals',
+      `insert into identity.identity_signals (org_id, signal_type, signal_value, profile_id, confidence, first_seen_at, last_seen_at, occurrence_count)
+       select ?, t.type, t.value, ${pid('n')}, t.confidence, ${t0} - interval '20 days', ${t0}, 1 + n % 9
+       from generate_series(1, ?::int) n
+       cross join lateral (values
+         ('anonymous_id', 'anon-' || n, 0.6::real, true),
+         ('user_id', 'user-' || n, 1::real, n % 5 < 2),
+         ('email', 'user' || n || '@example.com', 0.9::real, n % 5 < 2),
+         ('phone', '+9198' || lpad(n::text, 8, '0'), 0.8::real, n % 10 = 0)
+       ) as t (type, value, confidence, present)
+       where t.present`,
+      [orgId, PROFILES],
+    );
+    await step(
+      'fingerprints and click IDs',
+      `with f as (
+         insert into identity.fingerprints (org_id, profile_id, fingerprint_hash, stability_score, first_seen_at, last_seen_at, occurrence_count)
+         select ?, ${pid('n')}, md5('f' || n), 1, ${t0} - interval '10 days', ${t0}, 3 from generate_series(3, ?::int, 3) n
+         returning 1
+       )
+       insert into identity.click_ids (org_id, click_type, click_id, profile_id, campaign_source, campaign_medium, first_seen_at, last_seen_at)
+       select ?, 'gclid', 'gclid-' || n, ${pid('n')}, 'google', 'cpc', ${t0} - interval '9 days', ${t0} from generate_series(4, ?::int, 4) n`,
+      [orgId, PROFILES, orgId, PROFILES],
+    );
+    const eventsSql = `insert into identity.events (id, org_id, message_id, profile_id, event_name, event_timestamp, received_at,
+                                    properties, context, anonymous_id, user_id, resolution_method)
+       select md5('e' || g)::uuid, ?, 'm' || g, ${pid('p')},
+              (array['$pageview', 'viewed', 'purchase', 'signup'])[1 + g % 4],
+              ${t0} - g * interval '1 second', ${t0} - g * interval '1 second' + interval '150 milliseconds',
+              jsonb_build_object('i', g, 'sku', 'SKU-' || g % 500, 'price', (g % 10000) / 100.0),
+              jsonb_build_object('page', jsonb_build_object('path', '/p/' || g % 100, 'title', 'Page ' || g % 100),
+                                 'library', jsonb_build_object('name', 'svc-browser', 'version', '1.5.0'), 'ip_address', '203.0.113.7'),
+              'anon-' || p, null, 'anonymous_id'
+       from generate_series(?::int, ?::int) g
+       cross join lateral (select case when g <= ?::int then 1 + (g - 1) % ?::int else 1 + (g - 1) % ?::int end as p) x`;
+    // One slice per core, on connections of their own.
+    const slices = Math.max(1, Math.min(4, os.cpus().length));
+    const per = Math.ceil(EVENTS / slices);
+    const t = Date.now();
+    await Promise.all(
+      Array.from({ length: slices }, (_, k) =>
+        db.raw(eventsSql, [orgId, k * per + 1, Math.min(EVENTS, (k + 1) * per), HEAVY * HEAVY_EVENTS, HEAVY, PROFILES]),
+      ),
+    );
+    log(`  events: ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    await step(
+      'profile counters',
+      `update identity.profiles p set event_count = c.n, first_seen_at = c.first, last_seen_at = c.last
+       from (select profile_id, count(*) as n, min(event_timestamp) as first, max(event_timestamp) as last
+             from identity.events group by profile_id) c
+       where p.id = c.profile_id`,
+    );
+  }, log);
 }
 
 /**
@@ -351,7 +337,7 @@ async function buildScenarios(db: Db, orgId: string): Promise<Scenario[]> {
   )) as {
     rows: Array<{ n: number; id: string; canonical: string }>;
   };
-  const identified = targets.filter((t) => t.n % 5 < 2 && t.n > 10_000);
+  const identified = targets.filter((t) => t.n % 5 < 2 && t.n > PROFILES / 10);
   const any = () => targets[rand(targets.length)]!;
   const known = () => identified[rand(identified.length)]!;
   // Cursors 10,000 events deep into each heavy profile, issued as the API would (same key).

@@ -1,7 +1,7 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { eventIdFor, profileIdsFor } from '@svc/identity';
@@ -19,6 +19,8 @@ import {
 } from '@svc/runtime';
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
+import { bulkLoadIdentity } from '@svc/testkit/dist/bulk-load';
+import { nameValues } from '@svc/testkit/dist/name-values';
 import { startLocalKafka, startLocalRegistry, type LocalProcess } from '@svc/testkit/dist/local-infra';
 import { cpuSeconds, machineSeconds, stopAll, waitReady, type MachineSeconds } from '@svc/testkit/dist/processes';
 import { allMigrations } from '../src/migrations';
@@ -73,6 +75,13 @@ const benchConfigSpec = {
     default: ['stack', 'services'],
   }),
   BENCH_PROFILES: env.int({ description: 'Visitor pool, seeded as profiles', default: 100_000, min: 1 }),
+  BENCH_HISTORY_EVENTS: env.int({
+    description: 'Events already stored before the load, spread evenly over the visitor pool (bulk-loaded with the read indexes built after, then vacuumed), for the cost curve as the data grows',
+    default: 0,
+    min: 0,
+  }),
+  BENCH_PG_SETTINGS: env.list({ description: 'Extra name=value settings for the embedded PostgreSQL server (e.g. shared_buffers=6GB)', default: [] }),
+  BENCH_RESULT_FILE: env.optionalString({ description: 'Also write the results as JSON here (the scale curve reads them)' }),
   BENCH_STACK_MAIN: env.optionalString({ description: 'Another build of the stack, for A/B; default this one' }),
   BENCH_SERVICES_DIR: env.optionalString({ description: "Another build's services/ directory, whose gateway and resolver run when services are apart, for A/B; default this one" }),
   BENCH_STACK_ENV: env.list({ description: 'Extra NAME=value settings for the services', default: [] }),
@@ -92,6 +101,7 @@ const DURATION_MS = knobs.BENCH_DURATION_MS;
 const WARMUP_MS = knobs.BENCH_WARMUP_MS;
 const DRAIN_MS = knobs.BENCH_DRAIN_MS;
 const PROFILES = knobs.BENCH_PROFILES;
+const HISTORY_EVENTS = knobs.BENCH_HISTORY_EVENTS;
 // This file runs from bench/dist/bench/; the processes it measures are the packages' builds.
 const SERVICES = path.resolve(__dirname, '../../../..');
 const STACK_MAIN = knobs.BENCH_STACK_MAIN ?? path.join(SERVICES, 'standalone/dist/main.js');
@@ -102,7 +112,7 @@ const SERVICE_MAINS = {
   gateway: path.join(knobs.BENCH_SERVICES_DIR ?? SERVICES, 'ingest-gateway/dist/main.js'),
   resolver: path.join(knobs.BENCH_SERVICES_DIR ?? SERVICES, 'identity-resolver/dist/main.js'),
 };
-const STACK_ENV = Object.fromEntries(knobs.BENCH_STACK_ENV.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const STACK_ENV = nameValues(knobs.BENCH_STACK_ENV);
 /** A service's start-up, migrations and first connections included. */
 const STARTUP_MS = 120_000;
 const POLL_MS = 50;
@@ -149,6 +159,10 @@ interface TierResult {
   profiles?: { live: number; total: number };
   /** From the stack's /metrics over the window: transactions, their mean size and duration. */
   resolver?: { batches: number; eventsPerBatch: number; msPerBatch: number; retries: number; merges: number };
+  /** The server's write-ahead log over the window, per stored event (every database of the server), and the checkpoints in it. */
+  wal?: { bytesPerEvent: number; pageImagesPerEvent: number; checkpoints: number };
+  /** The database's size on disk after the run (pg_database_size). */
+  databaseBytes?: number;
 }
 
 async function main(): Promise<void> {
@@ -158,7 +172,10 @@ async function main(): Promise<void> {
   // BENCH_PG_STATEMENTS: pg_stat_statements, to log where the database's time goes (a diagnosis, not a figure).
   const pg = await startEmbeddedPostgres({
     dataDir,
-    ...(PG_STATEMENTS ? { settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all', 'pg_stat_statements.track_planning': 'on' } } : {}),
+    settings: {
+      ...(PG_STATEMENTS ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all', 'pg_stat_statements.track_planning': 'on' } : {}),
+      ...nameValues(knobs.BENCH_PG_SETTINGS),
+    },
   });
   const postmaster = Number(readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
   const results: TierResult[] = [];
@@ -202,6 +219,7 @@ async function main(): Promise<void> {
     const section = render(results, (Date.now() - started) / 1000);
     console.log(section);
     if (knobs.BENCH_WRITE_DOC) await writeDocSection('benchmarks.md', 'pipeline-bench', section);
+    if (knobs.BENCH_RESULT_FILE) await writeFile(knobs.BENCH_RESULT_FILE, JSON.stringify({ profiles: PROFILES, historyEvents: HISTORY_EVENTS, results }));
     if (results.some((r) => !meetsFloor(r))) process.exitCode = 1;
   } finally {
     await pg.stop();
@@ -284,8 +302,8 @@ async function benchTier(
     const pending = new Map<string, { ackAt: number; measured: boolean }>();
     const lags: number[] = [];
     let report: LoadReport | undefined;
-    let window: { t0: number; c0: number; cpu0: CpuMark; m0: ResolverStats } | undefined;
-    let windowEnd: { t1: number; c1: number; cpu1: CpuMark; m1: ResolverStats } | undefined;
+    let window: { t0: number; c0: number; cpu0: CpuMark; m0: ResolverStats; wal0: WalMark } | undefined;
+    let windowEnd: { t1: number; c1: number; cpu1: CpuMark; m1: ResolverStats; wal1: WalMark } | undefined;
     const timeline: number[] = [];
     const done = new Promise<LoadReport>((resolve, reject) => {
       child.on('message', (m: LoadMessage) => {
@@ -295,8 +313,9 @@ async function benchTier(
           void (async () => {
             const cpu0 = cpuMark(stack, postmaster, infraPids);
             const m0 = await resolverStats(resolverBase);
+            const wal0 = await walMark(db);
             if (PG_STATEMENTS) await db.raw('select pg_stat_statements_reset()');
-            window = { t0: Date.now(), c0: await countEvents(db), cpu0, m0 };
+            window = { t0: Date.now(), c0: await countEvents(db), cpu0, m0, wal0 };
           })();
         }
       });
@@ -330,9 +349,9 @@ async function benchTier(
         setTimeout(() => {
           const cpu1 = cpuMark(stack, postmaster, infraPids);
           const t1 = Date.now();
-          void Promise.all([countEvents(db), resolverStats(resolverBase)]).then(async ([c1, m1]) => {
+          void Promise.all([countEvents(db), resolverStats(resolverBase), walMark(db)]).then(async ([c1, m1, wal1]) => {
             timeline.push(c1 - last);
-            windowEnd = { t1, c1, cpu1, m1 };
+            windowEnd = { t1, c1, cpu1, m1, wal1 };
             // A diagnosis: its failure must not take the bench (and, orphaned, its services) down.
             if (PG_STATEMENTS) await logStatements(db, label, (t1 - window!.t0) / 1000).catch((err: unknown) => log(`${label}: statements not logged: ${String(err)}`));
           });
@@ -430,7 +449,7 @@ async function benchTier(
     for (let i = 0; i < neverStored; i++) all.push(Infinity);
     const pct = (p: number) => all[Math.min(all.length - 1, Math.floor((p / 100) * all.length))] ?? 0;
     const w = window!;
-    const we = windowEnd ?? { t1: Date.now(), c1: await countEvents(db), cpu1: cpuMark(stack, postmaster, infraPids), m1: await resolverStats(resolverBase) };
+    const we = windowEnd ?? { t1: Date.now(), c1: await countEvents(db), cpu1: cpuMark(stack, postmaster, infraPids), m1: await resolverStats(resolverBase), wal1: await walMark(db) };
     const batches = we.m1.batches - w.m0.batches;
     const resolverWindow = {
       batches,
@@ -468,6 +487,12 @@ async function benchTier(
       loadavg: { before: loadBefore, after: loadAfter },
       profiles: { live: Number(profileRows[0]?.live), total: Number(profileRows[0]?.total) },
       resolver: resolverWindow,
+      wal: {
+        bytesPerEvent: (we.wal1.bytes - w.wal0.bytes) / (we.c1 - w.c0),
+        pageImagesPerEvent: (we.wal1.pageImages - w.wal0.pageImages) / (we.c1 - w.c0),
+        checkpoints: we.wal1.checkpoints - w.wal0.checkpoints,
+      },
+      databaseBytes: Number((await db.raw<{ rows: Array<{ bytes: string }> }>('select pg_database_size(current_database()) as bytes')).rows[0]?.bytes),
     };
     log(
       `${label}: accepted ${Math.round(load.eventsPerSecond)} events/s (p50 ${load.p50Ms.toFixed(0)} ms, p99 ${load.p99Ms.toFixed(0)} ms, non-200 ${load.non200}, dropped ${load.dropped}), ` +
@@ -476,6 +501,7 @@ async function benchTier(
         `${result.drainPerSecond === undefined ? '' : ` at ${Math.round(result.drainPerSecond)} events/s`}; ` +
         `cores: stack ${result.cpu!.stack.toFixed(2)} (${result.cpu!.each.map((e) => e.toFixed(2)).join(' + ')}), postgres ${result.cpu!.postgres.toFixed(2)}${result.cpu!.infra === undefined ? '' : `, kafka+registry ${result.cpu!.infra.toFixed(2)}`}, load ${load.cores.toFixed(2)}, machine busy ${result.cpu!.machine.toFixed(2)} of ${os.cpus().length}, of which stolen ${result.cpu!.steal.toFixed(2)}; CPU µs per stored event ${perStoredEvent(result)}; ` +
         `resolver ${result.resolver!.batches} transactions of ${result.resolver!.eventsPerBatch.toFixed(0)} events, ${result.resolver!.msPerBatch.toFixed(0)} ms each, ${result.resolver!.retries} retries, ${result.resolver!.merges} merges; ` +
+        `WAL ${(result.wal!.bytesPerEvent / 1024).toFixed(1)} KB and ${result.wal!.pageImagesPerEvent.toFixed(2)} page images per stored event, ${result.wal!.checkpoints} checkpoints; ` +
         `slices ${timeline.map((n) => Math.round(n / 5)).join(' ')}; load average ${loadBefore} → ${loadAfter}`,
     );
     return result;
@@ -484,6 +510,17 @@ async function benchTier(
     await stopAll(stack);
     await db.destroy();
     await rm(stackDir, { recursive: true, force: true });
+    // The next tier gets a database of its own: this one's disk back first (tens of GB at the scale curve's points).
+    await dropDatabase(adminUrl, database);
+  }
+}
+
+async function dropDatabase(adminUrl: string, database: string): Promise<void> {
+  const admin = createDb({ url: adminUrl, poolMax: 1, applicationName: 'pipeline-bench' });
+  try {
+    await admin.raw(`drop database if exists "${database}" with (force)`);
+  } finally {
+    await admin.destroy();
   }
 }
 
@@ -497,30 +534,79 @@ async function seed(db: Db): Promise<Array<{ id: string; key: string }>> {
   }
   const t0 = Date.now();
   const seenAt = new Date(Date.now() - 30 * 86_400_000).toISOString();
-  for (let from = 0; from < PROFILES; from += 10_000) {
-    const rows: Array<{ id: string; c: string; o: string; a: string }> = [];
-    for (let v = from; v < Math.min(PROFILES, from + 10_000); v++) {
-      const orgId = orgs[v % ORGS]!.id;
-      const anon = anonymousIdOf('p', v);
-      const ids = profileIdsFor(orgId, 'anonymous_id', anon);
-      rows.push({ id: ids.id, c: ids.canonicalId, o: orgId, a: anon });
+  const visitors = async () => {
+    for (let from = 0; from < PROFILES; from += 10_000) {
+      const rows: Array<{ id: string; c: string; o: string; a: string }> = [];
+      for (let v = from; v < Math.min(PROFILES, from + 10_000); v++) {
+        const orgId = orgs[v % ORGS]!.id;
+        const anon = anonymousIdOf('p', v);
+        const ids = profileIdsFor(orgId, 'anonymous_id', anon);
+        rows.push({ id: ids.id, c: ids.canonicalId, o: orgId, a: anon });
+      }
+      await db.transaction(async (trx) => {
+        await trx.raw(
+          `insert into identity.profiles (id, org_id, canonical_id, first_seen_at, last_seen_at, event_count, session_count)
+           select id, o, c, ?::timestamptz, ?::timestamptz, 3, 1 from jsonb_to_recordset(?::jsonb) as r (id uuid, o uuid, c text, a text)`,
+          [seenAt, seenAt, JSON.stringify(rows)],
+        );
+        await trx.raw(
+          `insert into identity.identity_signals (org_id, signal_type, signal_value, profile_id, confidence, first_seen_at, last_seen_at, occurrence_count)
+           select o, 'anonymous_id', a, id, 0.6, ?::timestamptz, ?::timestamptz, 3 from jsonb_to_recordset(?::jsonb) as r (id uuid, o uuid, c text, a text)`,
+          [seenAt, seenAt, JSON.stringify(rows)],
+        );
+      });
     }
-    await db.transaction(async (trx) => {
-      await trx.raw(
-        `insert into identity.profiles (id, org_id, canonical_id, first_seen_at, last_seen_at, event_count, session_count)
-         select id, o, c, ?::timestamptz, ?::timestamptz, 3, 1 from jsonb_to_recordset(?::jsonb) as r (id uuid, o uuid, c text, a text)`,
-        [seenAt, seenAt, JSON.stringify(rows)],
-      );
-      await trx.raw(
-        `insert into identity.identity_signals (org_id, signal_type, signal_value, profile_id, confidence, first_seen_at, last_seen_at, occurrence_count)
-         select o, 'anonymous_id', a, id, 0.6, ?::timestamptz, ?::timestamptz, 3 from jsonb_to_recordset(?::jsonb) as r (id uuid, o uuid, c text, a text)`,
-        [seenAt, seenAt, JSON.stringify(rows)],
-      );
-    });
+  };
+  if (HISTORY_EVENTS === 0) {
+    await visitors();
+    await db.raw('analyze identity.profiles; analyze identity.identity_signals');
+  } else {
+    await bulkLoadIdentity(
+      db,
+      async () => {
+        await visitors();
+        await seedHistory(db, seenAt);
+      },
+      log,
+    );
   }
-  await db.raw('analyze identity.profiles; analyze identity.identity_signals');
-  log(`seeded ${ORGS} organisations and ${PROFILES} profiles in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  log(`seeded ${ORGS} organisations, ${PROFILES} profiles and ${HISTORY_EVENTS} earlier events in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   return orgs;
+}
+
+/**
+ * HISTORY_EVENTS stored events spread evenly over the visitor pool (the
+ * first visitors one more when it does not divide), a minute apart going back
+ * from the visitor's last visit, shaped as the load's events: a page view,
+ * a product view, a purchase or a sign-up with a few properties and the page's
+ * context. One statement per core, each on its share of the visitors.
+ */
+async function seedHistory(db: Db, lastVisit: string): Promise<void> {
+  const t = Date.now();
+  const each = Math.floor(HISTORY_EVENTS / PROFILES);
+  const extra = HISTORY_EVENTS - each * PROFILES;
+  const slices = Math.max(1, os.cpus().length);
+  await Promise.all(
+    Array.from({ length: slices }, (_, k) =>
+      db.raw(
+        `insert into identity.events (id, org_id, message_id, profile_id, event_name, event_timestamp, received_at,
+                                      properties, context, anonymous_id, resolution_method)
+         select md5(v.signal_value || '/' || g)::uuid, v.org_id, 'history-' || g || '-' || v.signal_value, v.profile_id,
+                (array['$pageview', 'Product Viewed', 'Order Completed', 'Signed Up'])[1 + g % 4],
+                ?::timestamptz - g * interval '1 minute', ?::timestamptz - g * interval '1 minute' + interval '150 milliseconds',
+                jsonb_build_object('sku', 'SKU-' || g % 500, 'price', (g % 10000) / 100.0, 'currency', 'EUR'),
+                jsonb_build_object('page', jsonb_build_object('path', '/p/' || g % 100, 'title', 'Page ' || g % 100, 'referrer', 'https://www.example.com/'),
+                                   'library', jsonb_build_object('name', 'svc-browser', 'version', '1.5.0'), 'ip_address', '203.0.113.7'),
+                v.signal_value, 'anonymous_id'
+         from (select s.org_id, s.signal_value, s.profile_id, row_number() over (order by s.signal_value) as n
+               from identity.identity_signals s where s.signal_type = 'anonymous_id') v
+         cross join lateral generate_series(1, ? + case when v.n <= ? then 1 else 0 end) g
+         where v.n % ? = ?`,
+        [lastVisit, lastVisit, each, extra, slices, k],
+      ),
+    ),
+  );
+  log(`  earlier events: ${((Date.now() - t) / 1000).toFixed(1)} s`);
 }
 
 /** The statements the database spent its time on over the window (pg_stat_statements, every database of the server). */
@@ -595,6 +681,21 @@ const countEvents = async (db: Db): Promise<number> => {
   const { rows } = await db.raw<{ rows: Array<{ n: string }> }>('select coalesce(sum(unique_events), 0) as n from accounts.monthly_usage');
   return Number(rows[0]?.n ?? 0);
 };
+
+interface WalMark {
+  bytes: number;
+  /** Full page images: a page's first change after a checkpoint writes the whole page to the log. */
+  pageImages: number;
+  checkpoints: number;
+}
+
+async function walMark(db: Db): Promise<WalMark> {
+  const { rows } = await db.raw<{ rows: Array<{ bytes: number; images: number; checkpoints: number }> }>(
+    `select w.wal_bytes::float8 as bytes, w.wal_fpi::float8 as images, (c.num_timed + c.num_requested)::float8 as checkpoints
+     from pg_stat_wal w, pg_stat_checkpointer c`,
+  );
+  return { bytes: rows[0]!.bytes, pageImages: rows[0]!.images, checkpoints: rows[0]!.checkpoints };
+}
 
 interface CpuMark {
   stack: number;

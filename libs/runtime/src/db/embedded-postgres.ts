@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 
@@ -59,7 +60,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       await saveCredentials(dataDir, creds);
     }
     const Embedded = await loadEmbeddedPostgres();
-    const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: '', ...opts.settings };
+    const settings = { listen_addresses: '127.0.0.1', unix_socket_directories: '', ...sizedForMachine(), ...opts.settings };
     const server = new Embedded({
       databaseDir: pgData,
       port: creds.port,
@@ -99,6 +100,24 @@ async function letPostgresUserReach(dataDir: string): Promise<void> {
       );
     }
   }
+}
+
+/**
+ * Memory and WAL sized for the machine, as an operator sizes a server: a
+ * quarter of its memory for shared buffers (PostgreSQL's documented starting
+ * point; at most 8 GB), and 4 GB of WAL between checkpoints. PostgreSQL's own
+ * defaults (128 MB, 1 GB) cost nothing on a small database (the pipeline
+ * bench on a fresh one: 329 to 355 µs of CPU per stored event either way,
+ * three interleaved rounds) but a great deal once the data outgrows them:
+ * with 10 million stored events the pipeline wrote 20.9 KB of WAL per event
+ * and checkpointed 7 times a minute, each checkpoint followed by a full image
+ * of every page written again, against 10.8 KB and once when sized
+ * (545 against 436 µs per stored event). Buffers are touched only as data is
+ * read, so a small database takes no more memory.
+ */
+export function sizedForMachine(totalMemory = os.totalmem()): Record<string, string> {
+  const quarterMb = Math.floor(totalMemory / 4 / 2 ** 20);
+  return { shared_buffers: `${Math.min(8192, Math.max(128, quarterMb))}MB`, max_wal_size: '4GB' };
 }
 
 /** Creates `database` unless it exists. */
