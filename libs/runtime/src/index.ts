@@ -23,7 +23,7 @@ export {
 export { isDatabaseUnavailable, isStatementMismatch, NETWORK_ERROR_CODES } from './db/unavailable';
 export { runMigrations, sqlMigration, type Migration, type MigrationSet } from './db/migrations';
 export { pendingMigrations } from './db/pending-migrations';
-export { ensureDatabase, freePort, sizedForMachine, startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres';
+export { dropDatabase, ensureDatabase, freePort, sizedForMachine, startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres';
 export { KEY_TYPES, parseAuthorization, type KeyType } from './accounts/api-keys';
 export { AccountsStore, PLAN_STATES, type PlanState, type VerifiedKey } from './accounts/store';
 export { accountsMigrations } from './accounts/migrations';

@@ -13,6 +13,8 @@ import {
   createDb,
   createLogger,
   createMetrics,
+  dropDatabase,
+  ensureDatabase,
   env,
   loadConfigOrExit,
   rateLimitMigrations,
@@ -170,18 +172,10 @@ async function freshDatabase(): Promise<{ url: string; stop: () => Promise<void>
   const name = `profile_bench_${randomBytes(4).toString('hex')}`;
   const adminUrl = knobs.DATABASE_URL;
   if (adminUrl) {
-    const onAdmin = async (sql: string) => {
-      const admin = createDb({ url: adminUrl, poolMax: 1, applicationName: 'profile-bench-admin' });
-      try {
-        await admin.raw(sql);
-      } finally {
-        await admin.destroy();
-      }
-    };
-    await onAdmin(`create database ${name}`);
+    await ensureDatabase(adminUrl, name);
     const url = new URL(adminUrl);
     url.pathname = `/${name}`;
-    return { url: url.toString(), stop: () => onAdmin(`drop database if exists ${name} with (force)`) };
+    return { url: url.toString(), stop: () => dropDatabase(adminUrl, name) };
   }
   const keep = knobs.BENCH_DATA_DIR;
   const dataDir = keep ? path.resolve(keep) : await mkdtemp(path.join(os.tmpdir(), 'svc-bench-profiles-'));

@@ -8,6 +8,7 @@ import { eventIdFor, profileIdsFor } from '@svc/identity';
 import {
   AccountsStore,
   createDb,
+  dropDatabase,
   ensureDatabase,
   env,
   freePort,
@@ -512,15 +513,6 @@ async function benchTier(
     await rm(stackDir, { recursive: true, force: true });
     // The next tier gets a database of its own: this one's disk back first (tens of GB at the scale curve's points).
     await dropDatabase(adminUrl, database);
-  }
-}
-
-async function dropDatabase(adminUrl: string, database: string): Promise<void> {
-  const admin = createDb({ url: adminUrl, poolMax: 1, applicationName: 'pipeline-bench' });
-  try {
-    await admin.raw(`drop database if exists "${database}" with (force)`);
-  } finally {
-    await admin.destroy();
   }
 }
 

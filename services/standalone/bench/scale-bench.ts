@@ -208,12 +208,9 @@ function render(results: readonly PointResult[], runSeconds: number): string {
 
 /** A line per figure, each relative to its first point, over the points in order; the band is "flat". */
 function plot(results: readonly PointResult[]): string {
-  const W = 760;
-  const H = 420;
-  const left = 60;
-  const right = 250;
-  const top = 30;
-  const bottom = 60;
+  // The canvas, and the margins around the plotting area (the legend sits in the right one).
+  const [W, H] = [760, 420];
+  const { left, right, top, bottom } = { left: 60, right: 250, top: 30, bottom: 60 };
   const all = series(results);
   const ratios = all.map((s) => s.values.map((v) => (v === undefined || s.values[0] === undefined ? undefined : v / s.values[0])));
   // A log scale: a figure twice the first is as far above the line as one half of it is below.
@@ -247,12 +244,7 @@ function plot(results: readonly PointResult[]): string {
   ].join('\n');
 }
 
-// Run as a program; imported, it lends its table and plot (to draw them again from saved results).
-if (require.main === module) {
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
-
-export { plot, render, type PointResult };
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -135,6 +135,17 @@ export async function ensureDatabase(adminUrl: string, database: string): Promis
   }
 }
 
+/** Drops `database` (closing its sessions) when it exists: a bench's scratch database, given its disk back. */
+export async function dropDatabase(adminUrl: string, database: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`drop database if exists "${database.replace(/"/g, '""')}" with (force)`);
+  } finally {
+    await client.end();
+  }
+}
+
 async function loadOrCreateCredentials(dataDir: string): Promise<Credentials> {
   const file = path.join(dataDir, 'postgres.json');
   try {
