@@ -14,7 +14,8 @@
 # env: STEP_S (15), PEER_DIR (/tmp/peer), BUILD (this repository: its dist/ is measured), OURS_WORKERS
 # (1: our gateway's GATEWAY_WORKERS), OURS_TIER (postgres; `kafka`: ours on a local broker and registry
 # started once for the run, infra/local, full JIT: a 200 then means the broker acknowledged with acks=all
-# (one broker, so one copy), the keys and limits still on the same PostgreSQL server).
+# (one broker, so one copy), the keys and limits still on the same PostgreSQL server), OURS_NODE_ARGS (more
+# node options for our gateway, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`: one profile per worker at its exit).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-$(cd "$here/../../.." && pwd)}
@@ -95,7 +96,7 @@ for conc in "${STEPS[@]}"; do
   env "${ours_bus_env[@]}" TOPIC_PREFIX="peercmp$n." \
     DATABASE_URL=$OURS_DB HOST=127.0.0.1 PORT=$port LOG_LEVEL=warn TRUSTED_PROXIES=127.0.0.1 GATEWAY_WORKERS=${OURS_WORKERS:-1} \
     RAW_LOG_MASTER_KEY=$(openssl rand -hex 32) IDENTIFIER_HASH_KEYS=$(openssl rand -hex 32) \
-    node --max-semi-space-size=64 "$BUILD/services/ingest-gateway/dist/main.js" > "${OURS_LOG:-/dev/null}" 2>&1 &
+    node --max-semi-space-size=64 ${OURS_NODE_ARGS:-} "$BUILD/services/ingest-gateway/dist/main.js" > "${OURS_LOG:-/dev/null}" 2>&1 &
   ours_pid=$!
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/readyz" > /dev/null && break; sleep 0.2; done
   url="http://127.0.0.1:$port/functions/v1/v1-batch"
