@@ -265,6 +265,46 @@ export const ProfilesMergedSchema = closed(
   'Source merged into target',
 );
 
+/** Why two profiles were merged: the resolver's rules (identify, trait, alias) or an admin. */
+export const MERGE_REASONS = ['identify', 'trait', 'alias', 'admin'] as const;
+
+/** One entry of a profile's merge journal. */
+export const MergeJournalEntrySchema = closed(
+  {
+    /** The entry's id (decimal digits): names it for an unmerge. */
+    id: Type.String({ pattern: '^[0-9]+$' }),
+    merged_at: Timestamp,
+    reason: Type.Union(MERGE_REASONS.map((r) => Type.Literal(r))),
+    /** The identifier that linked them: identify and trait, the signal the event shared with the source; alias, the previousId's kind; admin, null. Never its value. */
+    signal_type: nullable(Type.Union(['user_id', 'email', 'phone', 'anonymous_id'].map((t) => Type.Literal(t)))),
+    /** The profile merged away (its id and canonical_id now stand for the target's survivor). */
+    source_profile_id: Uuid,
+    source_canonical_id: Type.String(),
+    target_profile_id: Uuid,
+    /** `identity-resolver`, or `admin-key:<key id>` / `svcctl:<operator>`. */
+    actor: Type.String(),
+    /** The event that caused it (resolver merges): its id and messageId. */
+    event_id: nullable(Uuid),
+    message_id: nullable(Type.String()),
+    /** What an admin gave as the reason. */
+    note: nullable(Type.String()),
+  },
+  'One merge into the profile or into a profile merged into it',
+);
+export type MergeJournalEntry = Static<typeof MergeJournalEntrySchema>;
+
+export const ProfileMergesSchema = closed(
+  {
+    success: Type.Literal(true),
+    merges: Type.Array(MergeJournalEntrySchema, { maxItems: Limits.profileMerges.maxLimit }),
+    limit: Type.Integer({ minimum: 1, maximum: Limits.profileMerges.maxLimit }),
+    has_more: Type.Boolean(),
+    /** Pass as `cursor` for the next (older) page; null on the last. */
+    next_cursor: nullable(Type.String()),
+  },
+  'The merges that made the profile, newest first',
+);
+
 /** What an erasure reaches (every store holding the person; see services/profile-api/README.md). */
 export const ERASURE_SCOPE = ['profiles', 'identities', 'events', 'sessions', 'click_ids', 'fingerprints', 'conversions', 'consent'] as const;
 /** How an erasure named its person: a profile id / canonical_id, or one of the identifiers. */

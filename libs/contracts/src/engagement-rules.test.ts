@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { DEFAULT_ENGAGEMENT_RULES, EngagementRulesSchema, checkEngagementRules, formatProblem } from './engagement-rules';
+import { formatProblem } from './document-problems';
+import { DEFAULT_ENGAGEMENT_RULES, EngagementRulesSchema, checkEngagementRules } from './engagement-rules';
 import { validatorFor } from './schema-validator';
 
 const schemaAccepts = (doc: unknown) => validatorFor(EngagementRulesSchema)(doc);

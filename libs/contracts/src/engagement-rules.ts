@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { Problems, isObject, type DocumentProblem } from './document-problems';
 import { Limits } from './limits';
 
 /**
@@ -105,36 +106,13 @@ export type EngagementRules = Static<typeof EngagementRulesSchema>;
 /** What an organisation without configured rules has: no event earns points, the score never decays. */
 export const DEFAULT_ENGAGEMENT_RULES: EngagementRules = { version: 1, rules: [], decay: null };
 
-/** One problem of a rules document: where (`$.rules[2].points`) and what. */
-export interface EngagementRulesProblem {
-  path: string;
-  message: string;
-}
+export type EngagementRulesCheck = { ok: true; rules: EngagementRules } | { ok: false; problems: DocumentProblem[] };
 
-export type EngagementRulesCheck = { ok: true; rules: EngagementRules } | { ok: false; problems: EngagementRulesProblem[] };
-
-/** `path: message`, as the CLI lists problems. */
-export const formatProblem = (p: EngagementRulesProblem): string => `${p.path}: ${p.message}`;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const chars = (s: string): number => [...s].length;
 const isScalar = (v: unknown): v is string | number | boolean =>
   (typeof v === 'string' && chars(v) <= L.maxStringValueLength) || (typeof v === 'number' && Number.isFinite(v)) || typeof v === 'boolean';
 const SCALAR = `a string (at most ${L.maxStringValueLength} characters), a number or a boolean`;
 const PATH_RE = new RegExp(PROPERTY_PATH_PATTERN, 'u');
-
-/** Collects problems; `fields` reports keys outside `allowed`. */
-class Problems {
-  readonly list: EngagementRulesProblem[] = [];
-  add(path: string, message: string): void {
-    this.list.push({ path, message });
-  }
-  fields(value: Record<string, unknown>, path: string, allowed: readonly string[]): void {
-    for (const key of Object.keys(value)) {
-      if (!allowed.includes(key)) this.add(`${path}.${key.slice(0, 64)}`, `unknown field (allowed: ${allowed.join(', ')})`);
-    }
-  }
-}
 
 /**
  * Checks a rules document and returns every problem, each with its JSON path

@@ -47,10 +47,10 @@ export {
   type ConsentPurpose,
 } from './consent';
 export { DEFAULT_QUALIFYING_NAMES, qualifiesAsConversion } from './conversion-rules';
+export { formatProblem, isObject, Problems, type DocumentProblem } from './document-problems';
 export {
   checkEngagementRules,
   DEFAULT_ENGAGEMENT_RULES,
-  formatProblem,
   type EngagementCondition,
   type EngagementRules,
 } from './engagement-rules';
@@ -70,6 +70,10 @@ export {
   ProfileEventsSchema,
   ProfileFoundSchema,
   ProfileIdentitiesSchema,
+  MERGE_REASONS,
+  MergeJournalEntrySchema,
+  type MergeJournalEntry,
+  ProfileMergesSchema,
   ProfileListSchema,
   ProfileSearchSchema,
   ProfilesMergedSchema,

@@ -18,6 +18,8 @@ export const Limits = {
   },
   profileList: { defaultLimit: 50, maxLimit: 100 },
   profileEvents: { defaultLimit: 50, maxLimit: 200 },
+  /** GET /v1-profiles/:id/merges (additive within v1). */
+  profileMerges: { defaultLimit: 20, maxLimit: 100 },
   search: { defaultLimit: 20, maxLimit: 50, maxQueryLength: 200 },
   /** Warn-only soft caps on properties and traits. */
   softCaps: { maxKeys: 300, maxValueBytes: 32 * 1024, maxDepth: 8 },

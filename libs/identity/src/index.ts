@@ -11,12 +11,14 @@ export {
   SIGNAL_CONFIDENCE,
   SIGNAL_TYPES,
   eventIdentity,
+  isPhoneDefault,
   normaliseEmail,
   normalisePhone,
   personTraits,
   signalKey,
   signalsOf,
   type EventIdentity,
+  type PhoneDefault,
   type Signal,
   type SignalType,
 } from './signals';
@@ -46,6 +48,16 @@ export {
   type CompiledEngagementRules,
   type EngagementState,
 } from './engagement';
+export {
+  DEFAULT_IDENTITY_RULES,
+  checkIdentityRules,
+  getIdentityRules,
+  phoneDefaultOf,
+  phoneDefaultsOf,
+  setIdentityRules,
+  type IdentityRules,
+  type StoredIdentityRules,
+} from './identity-rules';
 export { compileStoredEngagementRules, getEngagementRules, setEngagementRules, type StoredEngagementRules } from './engagement-rules-store';
 export {
   OUTBOX_INSERT,

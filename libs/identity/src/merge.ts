@@ -1,4 +1,5 @@
 import { NotFoundError, ValidationError, preparedRaw, type Db } from '@svc/runtime';
+import type { SignalType } from './signals';
 import { OUTBOX_INSERT, outboxRecords, profileChange, writeOutbox } from './outbox-records';
 import { resolveProfileId } from './profiles';
 import { holdOffReplay } from './replay-lock';
@@ -17,6 +18,8 @@ export interface MergeInput {
   sourceId: string;
   targetId: string;
   reason: MergeReason;
+  /** The identifier that linked the two (identify, trait: the signal shared; alias: the previousId's kind); none for admin. */
+  signalType?: SignalType | null;
   /** Who merged: `identity-resolver`, or the admin key / operator. */
   actor: string;
   /** The event that caused it, for resolver merges. */
@@ -129,8 +132,8 @@ export async function mergeLockedProfiles(trx: Db, input: MergeInput): Promise<v
      ), source_profiles as (
        update identity.profiles set merged_into = :t, updated_at = now() where org_id = :org and (id = :s or merged_into = :s)
      ), audit as (
-       insert into identity.merges (org_id, source_profile_id, target_profile_id, reason, actor, message_id, note)
-       values (:org, :s, :t, :reason, :actor, :messageId, :note)
+       insert into identity.merges (org_id, source_profile_id, target_profile_id, reason, signal_type, actor, message_id, note)
+       values (:org, :s, :t, :reason, :signalType, :actor, :messageId, :note)
      ), outbox as (
        ${OUTBOX_INSERT.replace('?', ':outbox')}
      )
@@ -140,6 +143,7 @@ export async function mergeLockedProfiles(trx: Db, input: MergeInput): Promise<v
       s,
       t,
       reason: input.reason,
+      signalType: input.signalType ?? null,
       actor: input.actor,
       messageId: input.messageId ?? null,
       note: input.note ?? null,

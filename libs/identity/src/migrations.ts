@@ -282,5 +282,23 @@ export const identityMigrations: MigrationSet = {
     // An event's id is derived from (org_id, message_id) (eventIdFor, a SHA-256), so its primary
     // key keeps that pair unique: a second unique index cost every event row one more entry.
     sqlMigration('0009_events_unique_by_id', 'alter table identity.events drop constraint events_org_message_key'),
+    sqlMigration('0010_identity_rules', `
+      -- An organisation's identity rules (identity-rules.ts, checked by svcctl before it writes).
+      -- No row: the deployment's defaults. Not in the log: a replay carries them over.
+      create table identity.identity_rules (
+        org_id uuid primary key,
+        rules jsonb not null check (jsonb_typeof(rules) = 'object' and rules -> 'version' = '1'),
+        updated_at timestamptz not null default now()
+      );
+    `),
+    sqlMigration('0011_merge_journal', `
+      -- The merge journal (GET /v1-profiles/:id/merges): which identifier linked the two profiles
+      -- (identify and trait: the signal the event shared with the source; alias: the previousId's
+      -- kind; admin: none). The value is not kept: it is in identity_signals, which erasure clears.
+      alter table identity.merges add column signal_type text
+        check (signal_type in ('user_id', 'email', 'phone', 'anonymous_id'));
+      -- A profile's history, newest first: the merges into it and into the profiles merged into it.
+      create index merges_target_idx on identity.merges (org_id, target_profile_id, id);
+    `),
   ],
 };

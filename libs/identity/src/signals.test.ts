@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { InboundEvent } from '@svc/contracts';
-import { eventIdentity, normaliseEmail, normalisePhone, signalsOf } from './signals';
+import { eventIdentity, isPhoneDefault, normaliseEmail, normalisePhone, signalsOf } from './signals';
 
 describe('normaliseEmail', () => {
   it.each([
@@ -20,31 +20,88 @@ describe('normaliseEmail', () => {
   });
 });
 
-describe('normalisePhone (E.164, default country 91)', () => {
+describe('normalisePhone (E.164, libphonenumber metadata)', () => {
+  // [written, read in, E.164]: national forms with their trunk prefixes, international forms, every one a valid number.
   it.each([
-    ['+91 98765 43210', '+919876543210'],
-    ['+1 (650) 555-1234', '+16505551234'],
-    ['0044 20 7946 0958', '+442079460958'],
-    ['98765 43210', '+919876543210'],
-    ['098765-43210', '+919876543210'],
-    ['919876543210', '+919876543210'],
+    ['98765 43210', 'IN', '+919876543210'],
+    ['098765-43210', 'IN', '+919876543210'],
+    ['+91 98765 43210', 'IN', '+919876543210'],
+    ['020 7946 0958', 'GB', '+442079460958'],
+    ['07911 123456', 'GB', '+447911123456'],
+    ['+44 20 7946 0958', 'IN', '+442079460958'],
+    ['0044 20 7946 0958', 'FR', '+442079460958'],
+    ['030 12345678', 'DE', '+493012345678'],
+    ['+49 30 12345678', 'GB', '+493012345678'],
+    ['(650) 555-1234', 'US', '+16505551234'],
+    ['011 44 20 7946 0958', 'US', '+442079460958'],
+    ['(416) 555-0199', 'CA', '+14165550199'],
+    ['06 12 34 56 78', 'FR', '+33612345678'],
+    ['090-1234-5678', 'JP', '+819012345678'],
+    ['0412 345 678', 'AU', '+61412345678'],
+    ['(11) 91234-5678', 'BR', '+5511912345678'],
+    ['+55 11 91234-5678', 'DE', '+5511912345678'],
+    ['02-312-3456', 'KR', '+8223123456'],
+    ['021 123 4567', 'ZA', '+27211234567'],
+    ['0912 345 678', 'TW', '+886912345678'],
+    ['612 345 678', 'ES', '+34612345678'],
+    ['0812-3456-7890', 'ID', '+6281234567890'],
+  ])('%j in %s → %s', (raw, region, expected) => {
+    expect(normalisePhone(raw, region)).toBe(expected);
+  });
+
+  it.each([
     ['+44 20 7946 0958 ext. 12', '+442079460958'],
     ['+1 650 555 1234 x99', '+16505551234'],
     [9876543210, '+919876543210'],
-    ['12345', null],
-    ['+0 123 456 789', null],
-    ['call me', null],
-    ['+91 98765 4321O', null],
-    ['+1234567890123456', null],
-    ['', null],
-    [undefined, null],
-    [-5, null],
-  ])('%j → %j', (raw, expected) => {
+    ['919876543210', '+919876543210'],
+  ])('%j with the deployment default (calling code 91) → %s', (raw, expected) => {
     expect(normalisePhone(raw)).toBe(expected);
   });
 
-  it('uses the given default country code for national numbers', () => {
-    expect(normalisePhone('650 555 1234', '1')).toBe('+16505551234');
+  it('reads a national number by a calling code as by its main region', () => {
+    expect(normalisePhone('020 7946 0958', '44')).toBe('+442079460958');
+    expect(normalisePhone('(650) 555-1234', '1')).toBe('+16505551234');
+  });
+
+  it('does not take a national number of one country for another', () => {
+    // Sheffield's 0114 is not an international prefix, and India's 10 digits are not a British number.
+    expect(normalisePhone('0114 496 0000', 'GB')).toBe('+441144960000');
+    expect(normalisePhone('98765 43210', 'GB')).toBeNull();
+  });
+
+  // Never guessed: what is not a valid number of its country is no phone.
+  it.each([
+    ['12345', 'GB'],
+    ['020 7946 095', 'GB'],
+    ['+44 20 7946 09581234', 'GB'],
+    ['+0 123 456 789', 'IN'],
+    ['+999 123 456 789', 'IN'],
+    ['call me', 'IN'],
+    ['+91 98765 4321O', 'IN'],
+    ['+1234567890123456', 'IN'],
+    ['', 'IN'],
+    [undefined, 'IN'],
+    [-5, 'IN'],
+    ['1'.repeat(41), 'IN'],
+  ])('%j in %s → null', (raw, region) => {
+    expect(normalisePhone(raw, region)).toBeNull();
+  });
+});
+
+describe('isPhoneDefault', () => {
+  it.each([
+    ['GB', true],
+    ['IN', true],
+    ['44', true],
+    ['1', true],
+    ['gb', false],
+    ['XX', false],
+    ['999', false],
+    ['0', false],
+    ['', false],
+    ['GBR', false],
+  ])('%j → %s', (value, expected) => {
+    expect(isPhoneDefault(value)).toBe(expected);
   });
 });
 

@@ -1,4 +1,5 @@
 import type { InboundEvent } from '@svc/contracts';
+import { getCountries, getCountryCallingCode, isSupportedCountry, parsePhoneNumberFromString, type CountryCode, type PhoneNumber } from 'libphonenumber-js/max';
 
 /**
  * Identity signals: what an event says about who sent it. Pure functions, no I/O.
@@ -51,33 +52,70 @@ export function normaliseEmail(raw: unknown): string | null {
 /** Country calling code assumed for a national number written without one (India, as the INR default). */
 export const DEFAULT_PHONE_COUNTRY_CODE = '91';
 
+/**
+ * How a phone number written without its country is read: a region (ISO
+ * 3166-1 alpha-2, `GB`: an organisation's identity rules name one) or a
+ * country calling code (`44`: the deployment's PHONE_DEFAULT_COUNTRY_CODE,
+ * the fallback). A calling code shared by several regions (1: the United
+ * States, Canada and the Caribbean) reads national numbers by all of them.
+ */
+export type PhoneDefault = string;
+
+const REGION = /^[A-Z]{2}$/;
+const CALLING_CODE = /^[1-9]\d{0,2}$/;
+const CALLING_CODES = new Set(getCountries().map((c) => getCountryCallingCode(c)));
+
+/** Whether `value` is a region libphonenumber knows (`GB`) or a calling code of one (`44`). */
+export function isPhoneDefault(value: string): boolean {
+  return REGION.test(value) ? isSupportedCountry(value) : CALLING_CODE.test(value) && CALLING_CODES.has(value);
+}
+
+/** What may be in a phone trait besides digits: `+`, spaces and punctuation people write numbers with. */
 const PHONE_CHARS = /^\+?[\d\s\-.()/]+$/;
 const EXTENSION = /\s*(?:ext\.?|x|#)\s*\d{1,6}$/i;
-const E164 = /^\+[1-9]\d{7,14}$/;
+
+/** Recent answers, so a trait repeated on every identify is parsed once (libphonenumber takes 10 to 20 µs a number). */
+const recent = new Map<string, string | null>();
+const RECENT_MAX = 10_000;
 
 /**
- * E.164 (`+` and 8 to 15 digits), or null when it cannot be one.
- * - `+44 20 7946 0958`, `0044 20 7946 0958` → `+442079460958`
- * - a national number of 10 digits, optionally after a trunk `0`, gets the
- *   default country code: `098765 43210` → `+919876543210`
- * - 11 to 15 digits without a prefix are taken as already international
- * - extensions (`x123`, `ext. 4`) are dropped; letters otherwise make it invalid
+ * E.164 (`+442079460958`), or null when the value is not a valid number:
+ * parsed and validated with libphonenumber's metadata for every country
+ * (libphonenumber-js/max), never guessed.
+ * - international forms (`+44 20 7946 0958`, `0044 …`, `011 44 …`) keep
+ *   their own country;
+ * - national forms (`020 7946 0958`, with its trunk prefix) are read in
+ *   `defaultTo`'s country;
+ * - extensions (`x123`, `ext. 4`) are dropped; letters make it invalid;
+ * - a number whose digits do not form a valid number of that country (too
+ *   short, too long, a range no operator has) is null.
  */
-export function normalisePhone(raw: unknown, defaultCountryCode = DEFAULT_PHONE_COUNTRY_CODE): string | null {
+export function normalisePhone(raw: unknown, defaultTo: PhoneDefault = DEFAULT_PHONE_COUNTRY_CODE): string | null {
   if (typeof raw === 'number') raw = Number.isSafeInteger(raw) && raw > 0 ? String(raw) : '';
   if (typeof raw !== 'string') return null;
   const text = raw.trim().replace(EXTENSION, '');
   if (!text || text.length > 40 || !PHONE_CHARS.test(text)) return null;
+  const key = `${defaultTo}\u0000${text}`;
+  const known = recent.get(key);
+  if (known !== undefined) return known;
+  const phone = parsePhone(text, defaultTo);
+  if (recent.size >= RECENT_MAX) recent.delete(recent.keys().next().value!);
+  recent.set(key, phone);
+  return phone;
+}
+
+const valid = (parsed: PhoneNumber | undefined): string | null => (parsed?.isValid() ? parsed.number : null);
+
+function parsePhone(text: string, defaultTo: PhoneDefault): string | null {
+  if (text.startsWith('+')) return valid(parsePhoneNumberFromString(text));
+  // libphonenumber reads the default country's own international prefix (00 in most of it, 011 in North
+  // America) as such; 00 is also taken from anywhere, as no valid national number starts with it.
+  const national = valid(
+    REGION.test(defaultTo) ? parsePhoneNumberFromString(text, defaultTo as CountryCode) : parsePhoneNumberFromString(text, { defaultCallingCode: defaultTo }),
+  );
+  if (national !== null) return national;
   const digits = text.replace(/\D/g, '');
-  let international: string;
-  if (text.startsWith('+')) international = digits;
-  else if (digits.startsWith('00')) international = digits.slice(2);
-  else if (digits.length === 11 && digits.startsWith('0')) international = defaultCountryCode + digits.slice(1);
-  else if (digits.length === 10) international = defaultCountryCode + digits;
-  else if (digits.length >= 11) international = digits;
-  else return null;
-  const e164 = `+${international}`;
-  return E164.test(e164) ? e164 : null;
+  return digits.startsWith('00') ? valid(parsePhoneNumberFromString(`+${digits.slice(2)}`)) : null;
 }
 
 const asRecord = (v: unknown): Record<string, unknown> | undefined =>
@@ -100,7 +138,7 @@ export function personTraits(event: InboundEvent): Record<string, unknown> {
 }
 
 /** The identities of one event, normalised; see EventIdentity. */
-export function eventIdentity(event: InboundEvent, defaultCountryCode = DEFAULT_PHONE_COUNTRY_CODE): EventIdentity {
+export function eventIdentity(event: InboundEvent, phoneDefault: PhoneDefault = DEFAULT_PHONE_COUNTRY_CODE): EventIdentity {
   const traits = personTraits(event);
   const anonymousId = event.anonymousId;
   const userId = identifier(event.userId);
@@ -109,7 +147,7 @@ export function eventIdentity(event: InboundEvent, defaultCountryCode = DEFAULT_
     anonymousId,
     userId,
     email: normaliseEmail(traits.email),
-    phone: normalisePhone(traits.phone, defaultCountryCode),
+    phone: normalisePhone(traits.phone, phoneDefault),
     previousId: previous !== null && previous !== userId && previous !== anonymousId ? previous : null,
   };
 }

@@ -17,6 +17,7 @@ import {
   ProfileEventsSchema,
   ProfileFoundSchema,
   ProfileIdentitiesSchema,
+  ProfileMergesSchema,
   ProfileListSchema,
   ProfileSearchSchema,
   ProfilesMergedSchema,
@@ -295,6 +296,22 @@ const profiles: Operation[] = [
     security: 'read',
     parameters: [profileId],
     responses: { 200: ok('Signals, fingerprints and click IDs', ProfileIdentitiesSchema), ...readErrors([NO_PROFILE], []) },
+  },
+  {
+    method: 'get',
+    path: '/v1-profiles/{id}/merges',
+    operationId: 'listProfileMerges',
+    summary: 'The merge journal of a profile, newest first',
+    description:
+      'Additive within v1. Every merge that made the profile: into it, or into a profile merged into it (alias, identify, shared identifier, admin merge), with what caused it (the rule, the identifier kind that linked the two, the event, the actor) and when. A merged-away id stands for its survivor. Keyset-paged: pass `next_cursor` as `cursor` for older entries. Rate limit: the GET routes’ bucket.',
+    tag: 'Profiles',
+    security: 'read',
+    parameters: [
+      profileId,
+      limitParam(Limits.profileMerges),
+      query('cursor', 'next_cursor of the previous page', Type.String()),
+    ],
+    responses: { 200: ok('A page of the journal', ProfileMergesSchema), ...readErrors([NO_PROFILE], [['cursor', 'Malformed cursor', Messages.invalidCursor]]) },
   },
   {
     method: 'post',

@@ -93,7 +93,7 @@ export async function insertProfiles(trx: Db, plan: Pick<BatchPlan, 'created' | 
 /** The planned merges, each through the identity library's merge (both profiles are locked and live); `publish` as MergeInput's. */
 export async function mergeProfiles(trx: Db, merges: BatchPlan['merges'], actor: string, publish: boolean): Promise<void> {
   for (const m of merges) {
-    await mergeLockedProfiles(trx, { orgId: m.orgId, sourceId: m.sourceId, targetId: m.targetId, reason: m.reason, actor, messageId: m.messageId, publish });
+    await mergeLockedProfiles(trx, { orgId: m.orgId, sourceId: m.sourceId, targetId: m.targetId, reason: m.reason, signalType: m.signalType, actor, messageId: m.messageId, publish });
   }
 }
 

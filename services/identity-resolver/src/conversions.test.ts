@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { normalisePhone } from '@svc/identity';
-import { conversionCandidate, conversionCurrency, conversionValue, hashEmail, hashPhone, orderIdOf } from './conversions';
+import { normaliseEmail, normalisePhone } from '@svc/identity';
+import { conversionCandidate, conversionCurrency, conversionValue, orderIdOf } from './conversions';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
@@ -70,10 +70,8 @@ describe('candidate payload', () => {
     expect(orderIdOf(raw)).toBe(expected);
   });
 
-  it('hashes normalised email and E.164 phone', () => {
-    expect(hashEmail(' Alice@Example.com ')).toBe(sha('alice@example.com'));
-    expect(hashPhone('98765 43210')).toBe(sha('+919876543210'));
-    expect(hashEmail('nope')).toBeNull();
+  it('hashes what it is given, normalised, and no hash for none', () => {
+    expect(conversionCandidate({ ...input, properties: {}, email: null, phone: null })).toMatchObject({ hashedEmail: null, hashedPhone: null, hashedPhoneDigits: null });
   });
 
 
@@ -100,17 +98,19 @@ describe('hashing vectors', () => {
     ['TEST@EXAMPLE.COM', '973dfe463ec85785f5f95af5ba3906eedb2d931c24e69824a89ea65dba4e813b'],
     ['alice@example.com', 'ff8d9819fc0e12bf0d24892e45987e249a28dce836a85cad60e28eaaa8c6d976'],
   ])('email %j → %s', (raw, hex) => {
-    expect(hashEmail(raw)).toBe(hex);
+    expect(conversionCandidate({ ...base, email: normaliseEmail(raw), phone: null }).hashedEmail).toBe(hex);
   });
 
   it.each([
-    ['+1 (650) 555-1234', 'a2996076d3ad4af5dc818b908b3d8e354f26ededf7df0e0aa6ac354143805ee0', '6069d14bf122fdfd931dc7beb58e5dfbba395b1faf05bdcd42d12358d63d8599'],
-    ['001 650 555 1234', 'a2996076d3ad4af5dc818b908b3d8e354f26ededf7df0e0aa6ac354143805ee0', '6069d14bf122fdfd931dc7beb58e5dfbba395b1faf05bdcd42d12358d63d8599'],
-    ['98765 43210', 'f3a47ce5ce3d4ca8ad15225a245b2759022f79489f5c62719b8c9490f7aab90e', '92b5072176e723878b5e06ff3ca61898e4eb74e8c46642a0f2db800b17364ab0'],
-    ['+91 98765-43210', 'f3a47ce5ce3d4ca8ad15225a245b2759022f79489f5c62719b8c9490f7aab90e', '92b5072176e723878b5e06ff3ca61898e4eb74e8c46642a0f2db800b17364ab0'],
-  ])('phone %j → E.164 %s (Google Ads), digits %s (Meta)', (raw, withPlus, digitsOnly) => {
-    expect(hashPhone(raw)).toBe(withPlus);
-    const phone = normalisePhone(raw);
+    ['+1 (650) 555-1234', '91', 'a2996076d3ad4af5dc818b908b3d8e354f26ededf7df0e0aa6ac354143805ee0', '6069d14bf122fdfd931dc7beb58e5dfbba395b1faf05bdcd42d12358d63d8599'],
+    ['001 650 555 1234', '91', 'a2996076d3ad4af5dc818b908b3d8e354f26ededf7df0e0aa6ac354143805ee0', '6069d14bf122fdfd931dc7beb58e5dfbba395b1faf05bdcd42d12358d63d8599'],
+    ['98765 43210', '91', 'f3a47ce5ce3d4ca8ad15225a245b2759022f79489f5c62719b8c9490f7aab90e', '92b5072176e723878b5e06ff3ca61898e4eb74e8c46642a0f2db800b17364ab0'],
+    ['+91 98765-43210', '91', 'f3a47ce5ce3d4ca8ad15225a245b2759022f79489f5c62719b8c9490f7aab90e', '92b5072176e723878b5e06ff3ca61898e4eb74e8c46642a0f2db800b17364ab0'],
+    // The organisation's region: a British national number as Google Ads and Meta expect it.
+    ['020 7946 0958', 'GB', sha('+442079460958'), sha('442079460958')],
+    ['+44 20 7946 0958', 'IN', sha('+442079460958'), sha('442079460958')],
+  ])('phone %j read in %s → E.164 %s (Google Ads), digits %s (Meta)', (raw, region, withPlus, digitsOnly) => {
+    const phone = normalisePhone(raw, region);
     expect(conversionCandidate({ ...base, email: null, phone })).toMatchObject({ hashedPhone: withPlus, hashedPhoneDigits: digitsOnly });
   });
 });

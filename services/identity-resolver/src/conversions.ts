@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { ConversionCandidate } from '@svc/contracts';
-import { normaliseEmail, normalisePhone } from '@svc/identity';
 
 /**
  * The spec's conversion value rules, and the value, currency and hashed
@@ -49,18 +48,6 @@ export function orderIdOf(raw: unknown): string | null {
 }
 
 export const sha256Hex = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
-
-/** SHA-256 of the trimmed, lower-cased email; null when it is not an email. */
-export function hashEmail(raw: unknown): string | null {
-  const email = normaliseEmail(raw);
-  return email === null ? null : sha256Hex(email);
-}
-
-/** SHA-256 of the E.164 form (with `+`), as Google Ads expects; null when it is not a phone number. */
-export function hashPhone(raw: unknown, defaultCountryCode?: string): string | null {
-  const phone = normalisePhone(raw, defaultCountryCode);
-  return phone === null ? null : sha256Hex(phone);
-}
 
 export interface CandidateInput {
   orgId: string;

@@ -22,6 +22,11 @@ export function resolverMetrics({ registry }: Metrics) {
       help: 'Profiles merged into another, by reason',
       labelNames: ['reason'] as const,
     }),
+    warnings: defineCounter(registry, {
+      name: 'resolver_warnings_total',
+      help: 'Stored events with something the resolver could not use, by kind: unreadable_phone (a phone trait that is not a valid number of its country: no phone signal made)',
+      labelNames: ['kind'] as const,
+    }),
     profilesCreated: defineCounter(registry, {
       name: 'resolver_profiles_created_total',
       help: 'Profiles created',

@@ -22,6 +22,8 @@ import {
 const ORG = '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f';
 const OTHER_ORG = '0b5e2f1a-3c4d-4e5f-8a9b-0c1d2e3f4a5b';
 const NOW = () => '2026-11-25T12:00:00.000Z';
+/** Every organisation reads national phone numbers as Indian (the deployment's default). */
+const inIndia = () => '91';
 
 let seq = 0;
 function envelope(event: Record<string, unknown>, orgId = ORG, receivedAt = '2026-11-25T10:00:00.000Z'): RawEventEnvelope {
@@ -49,7 +51,7 @@ const P2 = '00000000-0000-8000-8000-000000000002';
 const P3 = '00000000-0000-8000-8000-000000000003';
 
 function plan(envelopes: RawEventEnvelope[], state: { signals?: SignalRow[]; profiles?: ProfileRow[]; stored?: string[] } = {}) {
-  const { events } = distinctEvents(envelopes);
+  const { events } = distinctEvents(envelopes, inIndia);
   const fresh = freshEvents(events, { stored: new Set(state.stored ?? []) });
   const graphs = buildGraphs(fresh, state.signals ?? [], state.profiles ?? []);
   const rules = new Map([...graphs.keys()].map((orgId) => [orgId, DEFAULT_COMPILED_RULES]));
@@ -61,7 +63,7 @@ describe('distinctEvents', () => {
     const a = envelope({ messageId: 'same', anonymousId: 'a1' });
     const b = envelope({ messageId: 'same', anonymousId: 'a2' });
     const c = envelope({ messageId: 'same', anonymousId: 'a3' }, OTHER_ORG);
-    const { events, repeats } = distinctEvents([a, b, c]);
+    const { events, repeats } = distinctEvents([a, b, c], inIndia);
     expect(events.map((e) => [e.orgId, e.identity.anonymousId])).toEqual([
       [ORG, 'a1'],
       [OTHER_ORG, 'a3'],
@@ -70,7 +72,7 @@ describe('distinctEvents', () => {
   });
 
   it('lets the read state drop the events already stored', () => {
-    const { events } = distinctEvents([envelope({ messageId: 'old', anonymousId: 'a1' }), envelope({ messageId: 'new', anonymousId: 'a1' })]);
+    const { events } = distinctEvents([envelope({ messageId: 'old', anonymousId: 'a1' }), envelope({ messageId: 'new', anonymousId: 'a1' })], inIndia);
     expect(freshEvents(events, { stored: new Set([eventIdFor(ORG, 'old')]) }).map((e) => e.messageId)).toEqual(['new']);
   });
 });
@@ -80,7 +82,7 @@ describe('identityLockKeys', () => {
     const { events } = distinctEvents([
       envelope({ type: 'alias', userId: 'u1', previousId: 'old', anonymousId: 'a1' }),
       envelope({ anonymousId: 'a1' }),
-    ]);
+    ], inIndia);
     const keys = identityLockKeys(events);
     expect(keys).toEqual([...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
     expect(new Set(keys)).toEqual(
@@ -185,7 +187,7 @@ describe('outputs', () => {
       envelope({ anonymousId: 'a' }, ORG, '2026-12-01T00:00:00.000Z'),
       envelope({ anonymousId: 'a' }, ORG, '2026-12-02T00:00:00.000Z'),
       envelope({ anonymousId: 'a' }, OTHER_ORG, '2026-12-02T00:00:00.000Z'),
-    ]);
+    ], inIndia);
     expect(usageOf(events).map((u) => [u.orgId, u.at.toISOString().slice(0, 7), u.count])).toEqual([
       [ORG, '2026-11', 1],
       [ORG, '2026-12', 2],
@@ -201,7 +203,7 @@ describe('outputs', () => {
     const qualifying = qualifyingConversions(fresh, p.profileOf, new Map([[ORG, null]]));
     expect(qualifying.map((q) => q.e.eventName)).toEqual(['purchase']);
     expect(contactsNeeded(qualifying)).toEqual([{ orgId: ORG, profileId: P1 }]);
-    const out = outputMessages(p, fresh, qualifying, new Map([[P1, { email: 'known@example.com', phone: null }]]));
+    const out = outputMessages(p, fresh, qualifying, new Map([[P1, { email: 'known@example.com', phone: null }]]), inIndia);
     expect(out.map((m) => m.topic)).toEqual(['profilesChanges', 'eventsResolved', 'conversionsCandidates']);
     expect(out[1]!.eventIds).toEqual([eventIdFor(ORG, fresh[0]!.messageId), eventIdFor(ORG, fresh[1]!.messageId)]);
     const candidate = out[2]!.payload as { profileId: string; hashedEmail?: string | null };

@@ -14,6 +14,7 @@ import {
   type CompiledEngagementRules,
   type EngagementState,
   type OutboxMessage,
+  type PhoneDefault,
   type Signal,
   type SignalType,
 } from '@svc/identity';
@@ -31,11 +32,11 @@ import { IdentityGraph, type PlannedMerge, type ProfileNode, type Resolution } f
 const orgKey = (orgId: string, id: string) => `${orgId}\u0000${id}`;
 
 /** The batch's distinct events (first of each organisation's messageId), prepared; and how many repeats it carried. */
-export function distinctEvents(envelopes: readonly RawEventEnvelope[], defaultPhoneCountryCode?: string): { events: PreparedEvent[]; repeats: number } {
+export function distinctEvents(envelopes: readonly RawEventEnvelope[], phoneDefaultOf: (orgId: string) => PhoneDefault): { events: PreparedEvent[]; repeats: number } {
   const events: PreparedEvent[] = [];
   const seen = new Set<string>();
   for (const envelope of envelopes) {
-    const e = prepareEvent(envelope, defaultPhoneCountryCode);
+    const e = prepareEvent(envelope, phoneDefaultOf(envelope.orgId));
     const key = orgKey(e.orgId, e.messageId);
     if (seen.has(key)) continue;
     seen.add(key);
@@ -509,7 +510,7 @@ export function usageOf(fresh: readonly PreparedEvent[]): Array<{ orgId: string;
  * events.resolved messages, in order), and a conversion candidate per qualifying event (with the event's
  * contact details, else the profile's).
  */
-export function outputMessages(plan: BatchPlan, fresh: readonly PreparedEvent[], qualifying: Qualifying, contacts: Contacts, defaultPhoneCountryCode?: string): OutboxMessage[] {
+export function outputMessages(plan: BatchPlan, fresh: readonly PreparedEvent[], qualifying: Qualifying, contacts: Contacts, phoneDefaultOf: (orgId: string) => PhoneDefault): OutboxMessage[] {
   const outbox: OutboxMessage[] = [];
   const createdIds = new Set(plan.created.map((p) => p.id));
   for (const [id, d] of plan.deltas) if (!createdIds.has(id)) outbox.push(profileChange(d.orgId, id, 'updated'));
@@ -526,7 +527,7 @@ export function outputMessages(plan: BatchPlan, fresh: readonly PreparedEvent[],
       properties: e.properties,
       context: e.context,
       email: e.identity.email ?? normaliseEmail(e.properties.email) ?? known?.email ?? null,
-      phone: e.identity.phone ?? normalisePhone(e.properties.phone, defaultPhoneCountryCode) ?? known?.phone ?? null,
+      phone: e.identity.phone ?? normalisePhone(e.properties.phone, phoneDefaultOf(e.orgId)) ?? known?.phone ?? null,
       clientIp: e.clientIp,
     });
     outbox.push({ topic: 'conversionsCandidates', key: profileId, payload, eventIds: null });

@@ -1,5 +1,5 @@
 import { STORED_EVENT_NAMES, type RawEventEnvelope } from '@svc/contracts';
-import { eventIdFor, eventIdentity, type EventIdentity } from '@svc/identity';
+import { DEFAULT_PHONE_COUNTRY_CODE, eventIdFor, eventIdentity, personTraits, type EventIdentity, type PhoneDefault } from '@svc/identity';
 import { clickIdsOf, fingerprintOf, sessionIdOf, storedContext, touchOf, type ClickIdSighting, type Touch } from './context';
 
 /** An event that can never be stored, whatever is retried (bad data a producer other than the gateway let through). */
@@ -17,6 +17,8 @@ export interface PreparedEvent {
   eventId: string;
   type: RawEventEnvelope['event']['type'];
   identity: EventIdentity;
+  /** The traits named a phone that is not a valid number of its country: no phone signal, and a warning counted. */
+  unreadablePhone: boolean;
   eventName: string;
   /** ISO 8601, normalised. */
   timestamp: string;
@@ -47,8 +49,11 @@ export function storedEventName(event: RawEventEnvelope['event']): string {
   return STORED_EVENT_NAMES[event.type];
 }
 
-export function prepareEvent(envelope: RawEventEnvelope, defaultPhoneCountryCode?: string): PreparedEvent {
+/** `phoneDefault`: how the event's organisation reads a phone written without its country. */
+export function prepareEvent(envelope: RawEventEnvelope, phoneDefault: PhoneDefault = DEFAULT_PHONE_COUNTRY_CODE): PreparedEvent {
   const event = envelope.event;
+  const identity = eventIdentity(event, phoneDefault);
+  const writtenPhone = personTraits(event).phone;
   const timestamp = isoTime(event.timestamp, 'timestamp');
   const context = { ...storedContext(event.context), ip_address: envelope.clientIp };
   return {
@@ -56,7 +61,8 @@ export function prepareEvent(envelope: RawEventEnvelope, defaultPhoneCountryCode
     messageId: event.messageId,
     eventId: eventIdFor(envelope.orgId, event.messageId),
     type: event.type,
-    identity: eventIdentity(event, defaultPhoneCountryCode),
+    identity,
+    unreadablePhone: identity.phone === null && writtenPhone !== undefined && writtenPhone !== null && writtenPhone !== '',
     eventName: storedEventName(event),
     timestamp,
     receivedAt: isoTime(envelope.receivedAt, 'receivedAt'),

@@ -1,6 +1,6 @@
 import type { RawEventEnvelope, ResolvedEvent } from '@svc/contracts';
 import type { Db } from '@svc/runtime';
-import { compileStoredEngagementRules, type IdentifierHashes, type MergeReason } from '@svc/identity';
+import { DEFAULT_PHONE_COUNTRY_CODE, compileStoredEngagementRules, personTraits, phoneDefaultsOf, type IdentifierHashes, type MergeReason, type PhoneDefault } from '@svc/identity';
 import * as sql from './batch-sql';
 import { buildGraphs, contactsNeeded, distinctEvents, freshEvents, identityLockKeys, outputMessages, planBatch, profilesToRescore, qualifyingConversions, resolvedEvents, usageOf } from './plan';
 import type { PreparedEvent } from './prepare';
@@ -20,6 +20,7 @@ export interface BatchOptions {
   hashes: IdentifierHashes;
   /** Who merges, in merges.actor. */
   actor?: string;
+  /** PHONE_DEFAULT_COUNTRY_CODE: how a phone without its country is read where the organisation's identity rules name no region. */
   defaultPhoneCountryCode?: string;
   /**
    * The names that qualify as conversions for the organisation: the union
@@ -49,6 +50,8 @@ export interface BatchOutcome {
   merges: MergeReason[];
   /** Organisations whose stored engagement rules fail the check (their events scored nothing): to report. */
   invalidEngagementRules: string[];
+  /** Stored events whose traits named a phone that is not a valid number (no phone signal made): to count. */
+  unreadablePhones: number;
   /** The events.resolved messages of the stored events (their outbox rows name them), for the relay once committed. */
   resolved: ResolvedEvent[];
 }
@@ -56,8 +59,9 @@ export interface BatchOutcome {
 const ACTOR = 'identity-resolver';
 
 export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope[], options: BatchOptions): Promise<BatchOutcome> {
-  const { events, repeats } = distinctEvents(envelopes, options.defaultPhoneCountryCode);
-  const outcome: BatchOutcome = { stored: 0, duplicates: repeats, suppressed: 0, profilesCreated: 0, merges: [], invalidEngagementRules: [], resolved: [] };
+  const phoneDefaultOf = await readPhoneDefaults(trx, envelopes, options.defaultPhoneCountryCode ?? DEFAULT_PHONE_COUNTRY_CODE);
+  const { events, repeats } = distinctEvents(envelopes, phoneDefaultOf);
+  const outcome: BatchOutcome = { stored: 0, duplicates: repeats, suppressed: 0, profilesCreated: 0, merges: [], invalidEngagementRules: [], unreadablePhones: 0, resolved: [] };
   if (events.length === 0) return outcome;
 
   // The organisations' conversion names come from outside this transaction (the caller's function):
@@ -82,6 +86,7 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   await sql.mergeProfiles(trx, plan.merges, options.actor ?? ACTOR, !options.restate);
   await sql.writeEffects(trx, plan.effects, plan.madeSignals);
   outcome.stored = fresh.length;
+  outcome.unreadablePhones = fresh.filter((e) => e.unreadablePhone).length;
   outcome.profilesCreated = plan.created.length;
   outcome.merges = plan.merges.map((m) => m.reason);
 
@@ -89,9 +94,20 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   const contacts = await sql.rescoreAndReadContacts(trx, profilesToRescore(plan.effects.fingerprints), contactsNeeded(qualifying));
   if (options.restate) return outcome;
 
-  await sql.addUsageAndOutputs(trx, usageOf(fresh), outputMessages(plan, fresh, qualifying, contacts, options.defaultPhoneCountryCode));
+  await sql.addUsageAndOutputs(trx, usageOf(fresh), outputMessages(plan, fresh, qualifying, contacts, phoneDefaultOf));
   outcome.resolved = resolvedEvents(plan.effects);
   return outcome;
+}
+
+/**
+ * How each organisation of the batch reads a phone written without its
+ * country (its identity rules' region, else the deployment's code). Read
+ * only when some event carries a phone, in its traits or (for a conversion)
+ * its properties: most batches carry none and pay no statement.
+ */
+async function readPhoneDefaults(trx: Db, envelopes: readonly RawEventEnvelope[], fallback: PhoneDefault): Promise<(orgId: string) => PhoneDefault> {
+  const withPhone = envelopes.filter((e) => personTraits(e.event).phone != null || e.event.properties?.phone != null);
+  return withPhone.length === 0 ? () => fallback : phoneDefaultsOf(trx, withPhone.map((e) => e.orgId), fallback);
 }
 
 /**

@@ -26,7 +26,8 @@ import { processBatch, type BatchOptions, type BatchOutcome } from './process-ba
  * Outbox rows the live path committed but had not relayed yet are carried
  * over into the new outbox, so the relay still sends them.
  *
- * Not in the log, so carried over from the old tables: engagement rules and
+ * Not in the log, so carried over from the old tables: identity rules
+ * (first: they decide how the log's identifiers are read), engagement rules and
  * admin merges (re-applied at the end, in their order). Exhausted clicks are
  * the forwarder's, in its own schema, which a replay does not touch.
  */
@@ -71,6 +72,8 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
     await trx.raw('create schema identity');
     for (const m of [...identityMigrations.migrations].sort((a, b) => a.name.localeCompare(b.name))) await m.up(trx);
     await carryMigrationLog(trx, previousSchema);
+    // Before the log: they decide how its events' identifiers are read.
+    await trx.raw('insert into identity.identity_rules (org_id, rules, updated_at) select org_id, rules, updated_at from ??.identity_rules', [previousSchema]);
 
     let events = 0;
     let skipped = 0;

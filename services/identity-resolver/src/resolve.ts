@@ -37,6 +37,8 @@ export interface PlannedMerge {
   sourceId: string;
   targetId: string;
   reason: MergeReason;
+  /** The identifier the event shared with the source (alias: the previousId's kind). */
+  signalType: SignalType;
   messageId: string;
 }
 
@@ -108,13 +110,13 @@ export class IdentityGraph {
     }
   }
 
-  private merge(sourceId: string, targetId: string, reason: MergeReason, messageId: string): void {
+  private merge(sourceId: string, targetId: string, reason: MergeReason, signalType: SignalType, messageId: string): void {
     const source = this.profile(sourceId);
     const target = this.profile(targetId);
     if (source.id === target.id) return;
     source.mergedInto = target.id;
     target.userId ??= source.userId;
-    this.merges.push({ sourceId: source.id, targetId: target.id, reason, messageId });
+    this.merges.push({ sourceId: source.id, targetId: target.id, reason, signalType, messageId });
   }
 
   /** Resolves one event, updating the graph. Events must come in partition order. */
@@ -159,14 +161,15 @@ export class IdentityGraph {
       const current = owner === undefined ? undefined : this.find(owner);
       if (current === undefined) this.attach(type, value, target);
       else if (current !== this.find(target) && !this.identified(current)) {
-        this.merge(current, target, userId !== null ? 'identify' : 'trait', messageId);
+        this.merge(current, target, userId !== null ? 'identify' : 'trait', type, messageId);
       }
     }
 
     if (previousId !== null && userId !== null) {
-      const previous = this.owner('user_id', previousId) ?? this.owner('anonymous_id', previousId);
+      const asUser = this.owner('user_id', previousId);
+      const previous = asUser ?? this.owner('anonymous_id', previousId);
       if (previous === undefined) this.attach('user_id', previousId, target);
-      else this.merge(previous, target, 'alias', messageId);
+      else this.merge(previous, target, 'alias', asUser !== undefined ? 'user_id' : 'anonymous_id', messageId);
     }
     return { profileId: target, method };
   }

@@ -148,6 +148,7 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawLogMe
       m.events.inc({ outcome: 'erased' }, opened.erased);
       m.eventsSuppressed.inc(outcome.suppressed);
       m.profilesCreated.inc(outcome.profilesCreated);
+      if (outcome.unreadablePhones > 0) m.warnings.inc({ kind: 'unreadable_phone' }, outcome.unreadablePhones);
       for (const reason of outcome.merges) m.merges.inc({ reason });
     }
     return outcome;

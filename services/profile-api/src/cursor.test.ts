@@ -95,3 +95,26 @@ describe('events cursor', () => {
     expect(() => new CursorCodec('short')).toThrow(/at least 32 characters/);
   });
 });
+
+describe('merges cursor', () => {
+  const codec = new CursorCodec(SECRET);
+  const at = { profileId: position.profileId, id: '9007199254740993' };
+
+  it('round-trips a journal position for its organisation, ids beyond 2^53 exactly', () => {
+    expect(codec.decodeMerges(codec.encodeMerges(ORG, at), ORG)).toEqual(at);
+  });
+
+  it.each<[string, () => string]>([
+    ['another organisation’s', () => codec.encodeMerges(OTHER_ORG, at)],
+    ['an events cursor', () => codec.encode(ORG, undefined, position)],
+    ['another key’s', () => new CursorCodec('j'.repeat(32)).encodeMerges(ORG, at)],
+    ['made up', () => 'bWVyZ2Vz.AAAAAAAAAAAAAAAAAAAAAA'],
+    ['empty', () => ''],
+  ])('refuses %s', (_, cursor) => {
+    rejects(() => codec.decodeMerges(cursor(), ORG));
+  });
+
+  it('is not taken for an events cursor', () => {
+    rejects(() => codec.decode(codec.encodeMerges(ORG, at), ORG, undefined));
+  });
+});

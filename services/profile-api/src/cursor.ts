@@ -3,7 +3,8 @@ import { Messages } from '@svc/contracts';
 import { HttpError } from '@svc/runtime';
 
 /**
- * The opaque keyset cursor of GET /v1-profiles/:id/events.
+ * The opaque keyset cursors of GET /v1-profiles/:id/events (and, in the
+ * same format, of GET /v1-profiles/:id/merges: see encodeMerges).
  *
  * A position in one profile's event stream, newest first: the last event
  * returned, as (event_timestamp in microseconds since the epoch, event id).
@@ -44,6 +45,25 @@ interface Payload {
   i: string;
 }
 
+/** A position in a profile's merge journal: the last entry returned. */
+export interface MergesCursor {
+  /** The live profile whose journal it was issued on. */
+  profileId: string;
+  /** The id of the last entry returned (decimal digits). */
+  id: string;
+}
+
+interface MergesPayload {
+  v: 1;
+  /** kind: an events cursor has none */
+  k: 'merges';
+  o: string;
+  p: string;
+  i: string;
+}
+
+const invalidCursor = () => new HttpError(400, Messages.invalidCursor);
+const ENTRY_ID = /^[1-9]\d{0,18}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const MICROS = /^-?\d{1,17}$/;
 const TAG_BYTES = 16;
@@ -69,8 +89,7 @@ export class CursorCodec {
 
   encode(orgId: string, eventName: string | undefined, c: EventCursor): string {
     const payload: Payload = { v: 1, o: orgId, p: c.profileId, n: eventName ?? null, t: c.micros, i: c.id };
-    const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
-    return `${body}.${this.tag(body).toString('base64url')}`;
+    return this.seal(payload);
   }
 
   /**
@@ -78,24 +97,9 @@ export class CursorCodec {
    * this organisation and this event_name filter; else 400 `Invalid cursor`.
    */
   decode(raw: string, orgId: string, eventName: string | undefined): EventCursor {
-    const invalid = () => new HttpError(400, Messages.invalidCursor);
-    if (raw.length > MAX_CURSOR_LENGTH) throw invalid();
-    const [body, tag, extra] = raw.split('.');
-    if (body === undefined || tag === undefined || extra !== undefined || !body || !tag) throw invalid();
-    const given = Buffer.from(tag, 'base64url');
-    // Canonical base64url only, so one cursor has exactly one spelling.
-    if (given.length !== TAG_BYTES || given.toString('base64url') !== tag) throw invalid();
-    if (!timingSafeEqual(given, this.tag(body))) throw invalid();
-    let payload: Partial<Payload>;
-    try {
-      payload = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Partial<Payload>;
-    } catch {
-      throw invalid();
-    }
+    const payload = this.open(raw) as Partial<Payload>;
     // Authentic, so well-formed unless the format changed; checked all the same.
     if (
-      typeof payload !== 'object' ||
-      payload === null ||
       payload.v !== 1 ||
       payload.o !== orgId ||
       payload.n !== (eventName ?? null) ||
@@ -106,9 +110,48 @@ export class CursorCodec {
       typeof payload.i !== 'string' ||
       !UUID.test(payload.i)
     ) {
-      throw invalid();
+      throw invalidCursor();
     }
     return { profileId: payload.p, micros: payload.t, id: payload.i };
+  }
+
+  /** The cursor of GET /v1-profiles/:id/merges: the journal of `profileId`, older than entry `id`. */
+  encodeMerges(orgId: string, c: MergesCursor): string {
+    const payload: MergesPayload = { v: 1, k: 'merges', o: orgId, p: c.profileId, i: c.id };
+    return this.seal(payload);
+  }
+
+  /** The position a merges cursor stands for, when this service issued it for this organisation; else 400 `Invalid cursor`. */
+  decodeMerges(raw: string, orgId: string): MergesCursor {
+    const payload = this.open(raw) as Partial<MergesPayload>;
+    if (payload.v !== 1 || payload.k !== 'merges' || payload.o !== orgId || typeof payload.p !== 'string' || !UUID.test(payload.p) || typeof payload.i !== 'string' || !ENTRY_ID.test(payload.i)) {
+      throw invalidCursor();
+    }
+    return { profileId: payload.p, id: payload.i };
+  }
+
+  private seal(payload: object): string {
+    const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
+    return `${body}.${this.tag(body).toString('base64url')}`;
+  }
+
+  /** The payload of a cursor this service issued (any kind); 400 `Invalid cursor` for anything else. */
+  private open(raw: string): object {
+    if (raw.length > MAX_CURSOR_LENGTH) throw invalidCursor();
+    const [body, tag, extra] = raw.split('.');
+    if (body === undefined || tag === undefined || extra !== undefined || !body || !tag) throw invalidCursor();
+    const given = Buffer.from(tag, 'base64url');
+    // Canonical base64url only, so one cursor has exactly one spelling.
+    if (given.length !== TAG_BYTES || given.toString('base64url') !== tag) throw invalidCursor();
+    if (!timingSafeEqual(given, this.tag(body))) throw invalidCursor();
+    let payload: unknown;
+    try {
+      payload = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+    } catch {
+      throw invalidCursor();
+    }
+    if (typeof payload !== 'object' || payload === null) throw invalidCursor();
+    return payload;
   }
 
   private tag(body: string): Buffer {

@@ -9,7 +9,7 @@ import {
   type AdmissionDeps,
   type Logger,
 } from '@svc/runtime';
-import { normaliseIdentifier, type ErasureRequestResult, type ErasureTarget } from '@svc/identity';
+import { normaliseIdentifier, type ErasureRequestResult, type ErasureTarget, type PhoneDefault } from '@svc/identity';
 
 /**
  * The erasure routes under `/v1-profiles` (additive within v1; admin key
@@ -41,8 +41,8 @@ export interface ErasureRoutesDeps extends AdmissionDeps {
   /** Called after a request is recorded: publishes it now (and retries later on its own). */
   published: () => void;
   logger: Logger;
-  /** PHONE_DEFAULT_COUNTRY_CODE: a phone is checked as the resolver normalised the stored ones. */
-  defaultPhoneCountryCode?: string;
+  /** How the organisation reads a phone without its country (its identity rules, else PHONE_DEFAULT_COUNTRY_CODE): a phone is checked as the resolver normalised the stored ones. */
+  phoneDefaultOf?: (orgId: string) => Promise<PhoneDefault>;
 }
 
 export const ERASE_BUCKET = { endpoint: 'profiles-erase', limit: Limits.rate.profilesErasePerOrgIp } as const;
@@ -65,7 +65,9 @@ export function mountErasureRoutes(r: Router, deps: ErasureRoutesDeps): void {
 
   r.post('/erase', async (req, res) => {
     const key = await admin(req);
-    const body = checkIdentifierBody(await readJsonBody(req, BODY), deps.defaultPhoneCountryCode);
+    const raw = await readJsonBody(req, BODY);
+    const phone = (raw as { phone?: unknown } | null)?.phone;
+    const body = checkIdentifierBody(raw, phone != null && deps.phoneDefaultOf ? await deps.phoneDefaultOf(key.orgId) : undefined);
     sendJson(res, 202, { success: true, erasure: await record(key.orgId, key.keyId, body.target, body.reason) });
   });
 
@@ -101,13 +103,13 @@ export function checkReason(b: Record<string, unknown>): string | null {
 }
 
 /** The body of POST /v1-profiles/erase: exactly one identifier, and an optional reason. */
-export function checkIdentifierBody(body: unknown, defaultPhoneCountryCode?: string): { target: ErasureTarget; reason: string | null } {
+export function checkIdentifierBody(body: unknown, phoneDefault?: PhoneDefault): { target: ErasureTarget; reason: string | null } {
   const b = asObject(body);
   const given = ERASABLE_IDENTIFIER_TYPES.filter((t) => b[t] !== undefined && b[t] !== null);
   if (given.length !== 1) throw new HttpError(400, Messages.erasureIdentifierRequired);
   const kind = given[0] as ErasableIdentifierType;
   const value = b[kind];
-  if (typeof value !== 'string' || value.length > Limits.identifierMaxLength || normaliseIdentifier(kind, value, defaultPhoneCountryCode) === null) {
+  if (typeof value !== 'string' || value.length > Limits.identifierMaxLength || normaliseIdentifier(kind, value, phoneDefault) === null) {
     throw new HttpError(400, Messages.erasureIdentifierInvalid(kind));
   }
   return { target: { kind, value }, reason: checkReason(b) };

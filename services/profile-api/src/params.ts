@@ -115,6 +115,20 @@ export function parseEventsParams(query: Query): EventsParams {
   };
 }
 
+export interface MergesParams {
+  limit: number;
+  /** The raw `cursor` value; verified against the caller's organisation by the cursor codec. */
+  cursor: string | undefined;
+}
+
+/** GET /v1-profiles/:id/merges: `limit` as the other routes, an optional `cursor`. */
+export function parseMergesParams(query: Query): MergesParams {
+  const limit = parseLimit(query, Limits.profileMerges);
+  const cursor = single(query, 'cursor');
+  if (cursor === '') throw new HttpError(400, Messages.invalidCursor);
+  return { limit, cursor };
+}
+
 const SEARCH_FIELDS: ReadonlyArray<[name: string, field: SearchField]> = [
   ['email', 'email'],
   ['user_id', 'user_id'],

@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
-import { findErasure, publishPendingErasures, requestErasure, type IdentifierHashes } from '@svc/identity';
+import { DEFAULT_PHONE_COUNTRY_CODE, findErasure, phoneDefaultOf, publishPendingErasures, requestErasure, type IdentifierHashes } from '@svc/identity';
 import { AccountsStore, PostgresRateLimiter, RepeatingDrain, type Db, type FailedAuthThrottle, type Logger } from '@svc/runtime';
 import { CursorCodec } from './cursor';
 import { mountProfiles } from './routes';
@@ -19,7 +19,7 @@ export interface ProfileApiWiring {
    * do not work across replicas.
    */
   cursorSecret?: string | undefined;
-  /** PHONE_DEFAULT_COUNTRY_CODE: a searched phone is normalised as the resolver normalised the stored ones. */
+  /** PHONE_DEFAULT_COUNTRY_CODE: a searched phone is normalised as the resolver normalised the stored ones (where the organisation's identity rules name no region). */
   defaultPhoneCountryCode?: string;
   /** The log and profiles.erasure-requests: with them, the erasure routes are mounted. */
   erasures?: { bus: Pick<Bus, 'produce'>; topic: TopicSpec; hashes: IdentifierHashes };
@@ -37,10 +37,11 @@ export function mountProfileApi(router: Router, w: ProfileApiWiring): RepeatingD
     ? new RepeatingDrain(() => publishPendingErasures(w.db, erasures.bus, erasures.topic), w.logger, 'erasure requests not published yet; will retry')
     : undefined;
   publisher?.start();
+  const fallback = w.defaultPhoneCountryCode ?? DEFAULT_PHONE_COUNTRY_CODE;
   mountProfiles(router, {
     keys: new AccountsStore(w.db),
     rateLimiter: new PostgresRateLimiter(w.db),
-    store: new ProfileStore(w.db, w.defaultPhoneCountryCode),
+    store: new ProfileStore(w.db, fallback),
     cursors,
     trustedProxies: w.trustedProxies,
     failedAuth: w.failedAuth,
@@ -49,11 +50,11 @@ export function mountProfileApi(router: Router, w: ProfileApiWiring): RepeatingD
       ? {
           erasures: {
             erasures: {
-              request: (input) => requestErasure(w.db, { ...input, hashes: erasures!.hashes, ...(w.defaultPhoneCountryCode ? { defaultPhoneCountryCode: w.defaultPhoneCountryCode } : {}) }),
+              request: (input) => requestErasure(w.db, { ...input, hashes: erasures!.hashes, defaultPhoneCountryCode: fallback }),
               get: (orgId, id) => findErasure(w.db, orgId, id),
             },
             published: () => void publisher.run(),
-            ...(w.defaultPhoneCountryCode ? { defaultPhoneCountryCode: w.defaultPhoneCountryCode } : {}),
+            phoneDefaultOf: (orgId) => phoneDefaultOf(w.db, orgId, fallback),
           },
         }
       : {}),

@@ -16,7 +16,7 @@ import {
 import type { CursorCodec } from './cursor';
 import { mountErasureRoutes, type ErasureRoutesDeps } from './erasure-routes';
 import { ProfileLimits, ProfileMessages } from './messages';
-import { parseEventsParams, parseListParams, parseSearchParams } from './params';
+import { parseEventsParams, parseListParams, parseMergesParams, parseSearchParams } from './params';
 import type { MergeResult, ProfileStore } from './store';
 
 export interface ProfileRoutesDeps extends AdmissionDeps {
@@ -24,7 +24,7 @@ export interface ProfileRoutesDeps extends AdmissionDeps {
   cursors: CursorCodec;
   logger: Logger;
   /** The erasure routes (erasure-routes.ts); absent: not mounted. */
-  erasures?: Pick<ErasureRoutesDeps, 'erasures' | 'published' | 'defaultPhoneCountryCode'>;
+  erasures?: Pick<ErasureRoutesDeps, 'erasures' | 'published' | 'phoneDefaultOf'>;
 }
 
 const BODY_LIMIT = Limits.smallBodyBytes;
@@ -45,6 +45,7 @@ export const RateBuckets = {
  *   GET  /:id               detail          :id = profile UUID or canonical_id;
  *   GET  /:id/events        events            a merged-away id stands for its survivor
  *   GET  /:id/identities    identities
+ *   GET  /:id/merges        the merge journal (additive within v1)
  *   POST /merge             admin merge (admin key)
  *   POST /:id/erase, POST /erase, GET /:id/erase   erasure (admin key; erasure-routes.ts)
  *   anything else           404 `Not found`
@@ -153,6 +154,24 @@ export function mountProfiles(router: Router, deps: ProfileRoutesDeps): void {
     const key = await read(req);
     const identities = found(await deps.store.identities(key.orgId, idOf(req)));
     sendJson(res, 200, { success: true, identities });
+  });
+
+  r.get('/:id/merges', async (req, res) => {
+    const key = await read(req);
+    const params = parseMergesParams(req.query);
+    const after = params.cursor === undefined ? undefined : deps.cursors.decodeMerges(params.cursor, key.orgId);
+    const page = found(await deps.store.merges(key.orgId, idOf(req), { limit: params.limit, before: after?.id }));
+    // A cursor belongs to the journal it was issued on; after a merge, that journal is the survivor's.
+    if (after && after.profileId !== page.profileId && (await deps.store.resolve(key.orgId, after.profileId)) !== page.profileId) {
+      throw new HttpError(400, Messages.invalidCursor);
+    }
+    sendJson(res, 200, {
+      success: true,
+      merges: page.entries,
+      limit: params.limit,
+      has_more: page.next !== undefined,
+      next_cursor: page.next === undefined ? null : deps.cursors.encodeMerges(key.orgId, { profileId: page.profileId, id: page.next }),
+    });
   });
 
   r.use(notFound());

@@ -1,5 +1,5 @@
-import { DEFAULT_PHONE_COUNTRY_CODE, adminMergeProfiles, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
-import type { ClickIdView, FingerprintView, IdentitySignalView, ProfileDetail, ProfileListItem, ProfileSortField, StoredEventView, Touch as ContractTouch } from '@svc/contracts';
+import { DEFAULT_PHONE_COUNTRY_CODE, adminMergeProfiles, eventIdFor, phoneDefaultOf, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
+import type { ClickIdView, FingerprintView, IdentitySignalView, MergeJournalEntry, ProfileDetail, ProfileListItem, ProfileSortField, StoredEventView, Touch as ContractTouch } from '@svc/contracts';
 import { isClickExhaustedSql } from '@svc/conversions';
 import type { Db } from '@svc/runtime';
 import type { EventCursor } from './cursor';
@@ -49,6 +49,14 @@ export interface SearchQuery {
   value: string;
   partial: boolean;
   limit: number;
+}
+
+export interface MergesPage {
+  /** The live profile whose journal it is. */
+  profileId: string;
+  entries: MergeJournalEntry[];
+  /** The id of the last entry returned, when older ones exist: where the next page starts. */
+  next: string | undefined;
 }
 
 export interface MergeResult {
@@ -156,7 +164,7 @@ const canNameAProfile = (ref: string): boolean => ref !== '' && ref.length <= Pr
 export class ProfileStore {
   constructor(
     private readonly db: Db,
-    /** PHONE_DEFAULT_COUNTRY_CODE, as the resolver normalised the stored phones with it. */
+    /** PHONE_DEFAULT_COUNTRY_CODE, as the resolver normalised the stored phones with it where the organisation names no region. */
     private readonly defaultPhoneCountryCode = DEFAULT_PHONE_COUNTRY_CODE,
   ) {}
 
@@ -273,6 +281,31 @@ export class ProfileStore {
       );
       return rows[0];
     });
+  }
+
+  /**
+   * One page of the merge journal of the live profile `ref` stands for:
+   * every merge into it or into a profile merged into it (merges re-point,
+   * so those are one hop away), newest first by entry id, older than
+   * `before` when given. undefined when there is no such profile.
+   */
+  async merges(orgId: string, ref: string, page: { limit: number; before: string | undefined }): Promise<MergesPage | undefined> {
+    const survivor = await this.resolve(orgId, ref);
+    if (survivor === undefined) return undefined;
+    const { rows } = await this.db.raw<{ rows: Array<Omit<MergeJournalEntry, 'event_id'>> }>(
+      `select m.id::text as id, ${isoSql('m.merged_at')} as merged_at, m.reason, m.signal_type, m.source_profile_id,
+              s.canonical_id as source_canonical_id, m.target_profile_id, m.actor, m.message_id, m.note
+       from identity.merges m
+       join identity.profiles s on s.id = m.source_profile_id
+       where m.org_id = ?
+         and m.target_profile_id in (select ?::uuid union all select p.id from identity.profiles p where p.org_id = ? and p.merged_into = ?)
+         and (?::bigint is null or m.id < ?::bigint)
+       order by m.id desc
+       limit ?`,
+      [orgId, survivor, orgId, survivor, page.before ?? null, page.before ?? null, page.limit + 1],
+    );
+    const entries = rows.slice(0, page.limit).map((r) => ({ ...r, event_id: r.message_id === null ? null : eventIdFor(orgId, r.message_id) }));
+    return { profileId: survivor, entries, next: rows.length > page.limit ? entries[entries.length - 1]!.id : undefined };
   }
 
   /**
@@ -397,7 +430,7 @@ export class ProfileStore {
           hits.push(`select c.profile_id as id from identity.canonical_ids c where c.org_id = ? and c.canonical_id ilike ? escape '\\'`);
           params.push(orgId, pattern(q.value));
         } else {
-          const phone = normalisePhone(q.value, this.defaultPhoneCountryCode);
+          const phone = normalisePhone(q.value, await phoneDefaultOf(this.db, orgId, this.defaultPhoneCountryCode));
           const pairs: Array<[string, string]> = [
             ['user_id', q.value],
             ['anonymous_id', q.value],

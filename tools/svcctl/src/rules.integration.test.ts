@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
 import { ok as okArgs, svcctl as run } from './test-support/run';
 
@@ -125,5 +125,42 @@ describeWithPostgres('svcctl rules', () => {
     const run = await svcctl(t.url, 'rules', 'show', '--org', orgless);
     expect(run.code).toBe(1);
     expect(JSON.parse(run.stderr).error).toMatch(/organization .* not found/);
+  });
+
+  describe('identity-rules', () => {
+    const storedIdentity = async () => (await t.db.raw('select org_id, rules from identity.identity_rules order by org_id')).rows as unknown[];
+
+    it('shows the defaults, stores a valid file and shows it back', async () => {
+      expect(await ok(t.url, 'identity-rules', 'show', '--org', org)).toEqual({
+        org_id: org,
+        configured: false,
+        rules: { version: 1, phone: { default_region: null } },
+        updated_at: null,
+      });
+      const set = await ok(t.url, 'identity-rules', 'set', '--org', org, '--file', await file('identity.json', { version: 1, phone: { default_region: 'GB' } }));
+      expect(set).toEqual({ org_id: org, configured: true, rules: { version: 1, phone: { default_region: 'GB' } }, updated_at: expect.any(String) });
+      expect(await ok(t.url, 'identity-rules', 'show', '--org', org)).toEqual(set);
+    });
+
+    it('an invalid file: every problem listed, exit 1, nothing stored', async () => {
+      const before = await storedIdentity();
+      const bad = await file('identity-bad.json', { version: 2, phone: { default_region: 'UK' } });
+      const run = await svcctl(t.url, 'identity-rules', 'set', '--org', org, '--file', bad);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      const problems = ['$.version: must be 1', '$.phone.default_region: must be a country as an ISO 3166-1 alpha-2 code in capitals (GB, DE, IN, US), or null'];
+      expect(JSON.parse(run.stderr)).toEqual({ error: `${bad} is not a valid identity rules document (2 problems): ${problems.join('; ')}`, problems });
+      expect(await storedIdentity()).toEqual(before);
+    });
+
+    it.each([
+      ['set', ['--file', 'FILE']],
+      ['show', []],
+    ])('identity-rules %s of an unknown organisation fails', async (verb, extra) => {
+      const args = await Promise.all(extra.map(async (a) => (a === 'FILE' ? file('identity-ok.json', { version: 1 }) : a)));
+      const run = await svcctl(t.url, 'identity-rules', verb, '--org', orgless, ...args);
+      expect(run.code).toBe(1);
+      expect(JSON.parse(run.stderr).error).toMatch(/organization .* not found/);
+    });
   });
 });

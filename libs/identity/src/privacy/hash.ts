@@ -1,6 +1,6 @@
 import { createHash, createHmac, hash } from 'node:crypto';
 import type { ErasableIdentifierType } from '@svc/contracts';
-import { normaliseEmail, normalisePhone, type EventIdentity } from '../signals';
+import { normaliseEmail, normalisePhone, type EventIdentity, type PhoneDefault } from '../signals';
 
 /**
  * How an erased person's identifiers are kept: never in clear, and never as
@@ -162,12 +162,12 @@ function hmacPads(key: Buffer): { ipad: Buffer; opad: Buffer } {
  * when it cannot be one (an email that is not one, a phone that is not one,
  * an empty or over-long id).
  */
-export function normaliseIdentifier(type: ErasableIdentifierType, raw: string, defaultPhoneCountryCode?: string): string | null {
+export function normaliseIdentifier(type: ErasableIdentifierType, raw: string, phoneDefault?: PhoneDefault): string | null {
   switch (type) {
     case 'email':
       return normaliseEmail(raw);
     case 'phone':
-      return normalisePhone(raw, defaultPhoneCountryCode);
+      return normalisePhone(raw, phoneDefault);
     default:
       return raw.length > 0 && raw.length <= 200 && !raw.includes('\u0000') ? raw : null;
   }

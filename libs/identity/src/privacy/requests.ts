@@ -3,7 +3,9 @@ import type { Bus } from '@svc/bus';
 import { ERASURE_SCOPE, type ErasableIdentifierType, type ErasureRequest, type ErasureView, type TopicSpec } from '@svc/contracts';
 import type { Db } from '@svc/runtime';
 import { UUID_PATTERN } from '../ids';
+import { phoneDefaultOf } from '../identity-rules';
 import { resolveProfileId } from '../profiles';
+import { DEFAULT_PHONE_COUNTRY_CODE, type PhoneDefault } from '../signals';
 import { normaliseIdentifier, type IdentifierHashes } from './hash';
 
 /**
@@ -23,7 +25,7 @@ export interface ErasureRequestInput {
   /** admin-key:<key id>, svcctl:<operator>. */
   actor: string;
   reason?: string | null;
-  /** PHONE_DEFAULT_COUNTRY_CODE, to normalise a phone as the resolver did. */
+  /** PHONE_DEFAULT_COUNTRY_CODE, to normalise a phone as the resolver did where the organisation's identity rules name no region. */
   defaultPhoneCountryCode?: string;
   /** How identifiers are hashed (IDENTIFIER_HASH_KEYS). */
   hashes: IdentifierHashes;
@@ -51,7 +53,7 @@ export async function requestErasure(db: Db, input: ErasureRequestInput): Promis
       if (erased) return { outcome: 'exists', erasureId: erased } as const;
       profileId = await resolveProfileId(trx, orgId, target.id);
     } else {
-      const value = normaliseIdentifier(target.kind, target.value, input.defaultPhoneCountryCode);
+      const value = normaliseIdentifier(target.kind, target.value, await phoneDefaultFor(trx, orgId, target.kind, input.defaultPhoneCountryCode));
       if (value === null) return { outcome: 'not_found' } as const;
       const forms = input.hashes.lookups(orgId, target.kind, value);
       targetHash = forms[0];
@@ -225,6 +227,11 @@ export async function readAudit(db: Db, orgId: string, options: { limit?: number
   return rows.map((r) => ({ id: String(r.id), at: r.at, actor: r.actor, action: r.action, erasureId: r.erasure_id, details: r.details }));
 }
 
+/** How the organisation reads a phone written without its country, when the identifier is one (no statement otherwise). */
+async function phoneDefaultFor(db: Db, orgId: string, type: ErasableIdentifierType, fallback = DEFAULT_PHONE_COUNTRY_CODE): Promise<PhoneDefault | undefined> {
+  return type === 'phone' ? phoneDefaultOf(db, orgId, fallback) : undefined;
+}
+
 export interface UnsuppressInput {
   orgId: string;
   type: ErasableIdentifierType;
@@ -245,8 +252,9 @@ export interface UnsuppressInput {
  * ValidationError for the caller to report.
  */
 export async function unsuppress(db: Db, input: UnsuppressInput): Promise<{ lifted: boolean; hash: string } | undefined> {
-  const value = normaliseIdentifier(input.type, input.value, input.defaultPhoneCountryCode);
-  if (value === null || !UUID_PATTERN.test(input.orgId)) return undefined;
+  if (!UUID_PATTERN.test(input.orgId)) return undefined;
+  const value = normaliseIdentifier(input.type, input.value, await phoneDefaultFor(db, input.orgId, input.type, input.defaultPhoneCountryCode));
+  if (value === null) return undefined;
   const forms = input.hashes.lookups(input.orgId, input.type, value);
   const hash = forms[0];
   return db.transaction(async (trx) => {

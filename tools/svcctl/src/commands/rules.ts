@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
-import { checkEngagementRules, formatProblem } from '@svc/contracts';
-import { getEngagementRules, setEngagementRules } from '@svc/identity';
+import { checkEngagementRules, formatProblem, type DocumentProblem } from '@svc/contracts';
+import { checkIdentityRules, getEngagementRules, getIdentityRules, setEngagementRules, setIdentityRules } from '@svc/identity';
 import { AccountsStore, ValidationError } from '@svc/runtime';
 import { InvalidInputError, type Command } from '../command';
 
@@ -8,9 +8,12 @@ import { InvalidInputError, type Command } from '../command';
 const MAX_FILE_BYTES = 1_048_576;
 
 /**
- * Engagement rules (libs/contracts `EngagementRules`): points per event,
- * evaluated by the identity resolver on every newly stored event. `set`
- * checks the whole file and stores nothing unless every rule is valid.
+ * An organisation's rules documents, each checked whole: `set` stores
+ * nothing unless every field is valid, and lists every problem when one is not.
+ * - Engagement rules (libs/contracts `EngagementRules`): points per event,
+ *   evaluated by the identity resolver on every newly stored event.
+ * - Identity rules (libs/identity `IdentityRules`): how the organisation's
+ *   identifiers are read (the country of its phone numbers).
  */
 export const ruleCommands: Record<string, Command> = {
   'rules set': {
@@ -18,11 +21,7 @@ export const ruleCommands: Record<string, Command> = {
     flags: { required: ['org', 'file'] },
     async run(v, ctx) {
       const check = checkEngagementRules(await readJsonFile(v.file!));
-      if (!check.ok) {
-        const problems = check.problems.map(formatProblem);
-        const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
-        throw new InvalidInputError(`${v.file!} is not a valid engagement rules document (${count}): ${problems.join('; ')}`, problems);
-      }
+      if (!check.ok) refuse(v.file!, 'engagement rules', check.problems);
       await new AccountsStore(ctx.db).getOrganization(v.org!);
       return setEngagementRules(ctx.db, v.org!, check.rules);
     },
@@ -35,7 +34,31 @@ export const ruleCommands: Record<string, Command> = {
       return getEngagementRules(ctx.db, v.org!);
     },
   },
+  'identity-rules set': {
+    usage: 'identity-rules set --org <id> --file <identity-rules.json>',
+    flags: { required: ['org', 'file'] },
+    async run(v, ctx) {
+      const check = checkIdentityRules(await readJsonFile(v.file!));
+      if (!check.ok) refuse(v.file!, 'identity rules', check.problems);
+      await new AccountsStore(ctx.db).getOrganization(v.org!);
+      return setIdentityRules(ctx.db, v.org!, check.rules);
+    },
+  },
+  'identity-rules show': {
+    usage: 'identity-rules show --org <id>',
+    flags: { required: ['org'] },
+    async run(v, ctx) {
+      await new AccountsStore(ctx.db).getOrganization(v.org!);
+      return getIdentityRules(ctx.db, v.org!);
+    },
+  },
 };
+
+function refuse(file: string, what: string, found: readonly DocumentProblem[]): never {
+  const problems = found.map(formatProblem);
+  const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
+  throw new InvalidInputError(`${file} is not a valid ${what} document (${count}): ${problems.join('; ')}`, problems);
+}
 
 async function readJsonFile(file: string): Promise<unknown> {
   let text: string;

@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { readToEnd } from '@svc/bus';
+import type { RawLogMessage } from '@svc/contracts';
+import { setIdentityRules } from '@svc/identity';
+import { describeWithPostgres } from '@svc/testkit';
+import type { ResolverMetrics } from './metrics';
+import { replayProjections } from './replay';
+import { Harness } from './test-support/harness';
+
+/**
+ * Phone traits on the running resolver: read in the organisation's region
+ * (its identity rules) or the deployment's, validated, never guessed; and a
+ * replay reads the whole log again under the rules as they are now, so
+ * numbers stored under the old reading come back right.
+ */
+describeWithPostgres('phone numbers by the organisation’s identity rules', () => {
+  const h = new Harness();
+  let org: string;
+  let metrics: ResolverMetrics;
+  const phones = async () => (await h.db('identity.identity_signals').where({ org_id: org, signal_type: 'phone' }).orderBy('signal_value').pluck('signal_value')) as string[];
+  const profileOf = async (anonymousId: string) => (await h.profileBySignal(org, 'anonymous_id', anonymousId))!.id;
+
+  beforeAll(async () => {
+    await h.setUp();
+    metrics = (await h.startResolver()).metrics;
+    org = await h.org();
+    // The deployment's default (91): a British national number is read as an Indian one.
+    await h.ingest([
+      h.envelope(org, { type: 'identify', anonymousId: 'before-rules', traits: { phone: '020 7946 0958' } }),
+      h.envelope(org, { type: 'identify', anonymousId: 'international', traits: { phone: '+44 20 7946 0958' } }),
+      h.envelope(org, { type: 'identify', anonymousId: 'typo', traits: { phone: '020 7946' } }),
+    ]);
+  }, 60_000);
+  afterAll(() => h.tearDown());
+
+  it('without rules, reads a national number in the deployment’s country, and keeps an invalid one out', async () => {
+    expect(await phones()).toEqual(['+442079460958', '+912079460958']);
+    expect(await profileOf('before-rules')).not.toBe(await profileOf('international'));
+    expect(await profileOf('typo')).toBeDefined();
+    expect((await metrics.warnings.get()).values).toEqual([expect.objectContaining({ labels: { kind: 'unreadable_phone' }, value: 1 })]);
+  });
+
+  it('with the organisation in GB, reads the next national number as British: the same person as the international one', async () => {
+    await setIdentityRules(h.db, org, { version: 1, phone: { default_region: 'GB' } });
+    await h.ingest([h.envelope(org, { type: 'identify', anonymousId: 'after-rules', traits: { phone: '020 7946 0958' } })]);
+    expect(await profileOf('after-rules')).toBe(await profileOf('international'));
+    // What was stored before stays as it was read.
+    expect(await phones()).toEqual(['+442079460958', '+912079460958']);
+  });
+
+  it('a replay reads the stored numbers again under the rules: one person, no Indian number left', async () => {
+    const report = await replayProjections({
+      db: h.db,
+      logger: h.logger,
+      label: 'phones',
+      keys: h.keyReader(),
+      batch: { hashes: h.hashes },
+      source: (consume) => readToEnd<RawLogMessage>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value))),
+    });
+    expect(report.skipped).toBe(0);
+    expect(await phones()).toEqual(['+442079460958']);
+    const person = await profileOf('before-rules');
+    for (const anonymousId of ['international', 'after-rules']) expect(await profileOf(anonymousId)).toBe(person);
+    // The rules came over with the projections.
+    expect(await h.db('identity.identity_rules').where({ org_id: org }).first()).toMatchObject({ rules: { phone: { default_region: 'GB' } } });
+  });
+});
