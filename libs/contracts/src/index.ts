@@ -1,5 +1,6 @@
 export { API_VERSION, BodyLimitHints, ErrorCodes, EventReasons, Headers, Messages, type ErrorCode, type RequiredKeyType } from './messages';
 export { Limits } from './limits';
+export { softCapBreaches, type SoftCapBreach } from './soft-caps';
 export { isValidIdentifier } from './identifiers';
 export {
   CLICK_ID_TYPES,

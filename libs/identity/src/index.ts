@@ -49,15 +49,32 @@ export {
   type EngagementState,
 } from './engagement';
 export {
+  BLOCKABLE_TYPES,
   DEFAULT_IDENTITY_RULES,
+  IdentityRuleLimits,
+  LINKING_TYPES,
   checkIdentityRules,
+  compileIdentityRules,
   getIdentityRules,
   phoneDefaultOf,
-  phoneDefaultsOf,
+  readIdentityRules,
   setIdentityRules,
+  type BlockableType,
+  type CompiledIdentityRules,
   type IdentityRules,
+  type LinkingType,
   type StoredIdentityRules,
 } from './identity-rules';
+export {
+  WARNINGS_KEPT_PER_ORG,
+  WARNING_KINDS,
+  readWarnings,
+  recordWarnings,
+  type IngestionWarning,
+  type WarningKind,
+  type WarningView,
+  type WarningsReport,
+} from './warnings';
 export { compileStoredEngagementRules, getEngagementRules, setEngagementRules, type StoredEngagementRules } from './engagement-rules-store';
 export {
   OUTBOX_INSERT,

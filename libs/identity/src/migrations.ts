@@ -300,5 +300,18 @@ export const identityMigrations: MigrationSet = {
       -- A profile's history, newest first: the merges into it and into the profiles merged into it.
       create index merges_target_idx on identity.merges (org_id, target_profile_id, id);
     `),
+    sqlMigration('0012_ingestion_warnings', `
+      -- What was stored despite something the pipeline could not use (warnings.ts): the newest
+      -- 1,000 per organisation, for svcctl warnings. No value a person gave, only its kind.
+      create table identity.ingestion_warnings (
+        id bigint generated always as identity primary key,
+        org_id uuid not null,
+        kind text not null,
+        message_id text not null,
+        detail text,
+        at timestamptz not null default now()
+      );
+      create index ingestion_warnings_org_idx on identity.ingestion_warnings (org_id, id);
+    `),
   ],
 };

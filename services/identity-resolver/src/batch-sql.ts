@@ -2,6 +2,7 @@ import { AccountsStore, preparedRaw, type Db } from '@svc/runtime';
 import { ConcurrentWriteError, HOLD_OFF_REPLAY, OUTBOX_INSERT, mergeLockedProfiles, outboxRecords, type OutboxMessage, type SignalType } from '@svc/identity';
 import { lookupSignals, signalOfOrg, survivorsToLoad, type BatchPlan, type BatchState, type Contacts, type Effects, type ProfileRow } from './plan';
 import type { PreparedEvent } from './prepare';
+import type { SignalCounts } from './resolve';
 
 /**
  * Every statement of a batch's transaction, in the order process-batch.ts
@@ -72,6 +73,21 @@ export async function loadSurvivors(trx: Db, read: readonly ProfileRow[]): Promi
     toLock = survivorsToLoad(profiles, rows);
   }
   return profiles;
+}
+
+/** How many signals of each type each of the profiles holds (for the identity rules' limits). */
+export async function readSignalCounts(trx: Db, profileIds: readonly string[]): Promise<SignalCounts> {
+  const counts = new Map<string, Partial<Record<SignalType, number>>>();
+  if (profileIds.length === 0) return counts;
+  const { rows } = (await preparedRaw(
+    trx,
+    `select s.profile_id, s.signal_type, count(*)::int as n from identity.identity_signals s
+     join identity.profiles p on p.id = s.profile_id and p.org_id = s.org_id
+     where p.id = any(?::uuid[]) group by s.profile_id, s.signal_type`,
+    [[...profileIds]],
+  )) as { rows: Array<{ profile_id: string; signal_type: SignalType; n: number }> };
+  for (const r of rows) counts.set(r.profile_id, { ...counts.get(r.profile_id), [r.signal_type]: r.n });
+  return counts;
 }
 
 /** The batch's new profiles and their `created` changes: first, as merges and events point at them. */

@@ -24,7 +24,7 @@ export function resolverMetrics({ registry }: Metrics) {
     }),
     warnings: defineCounter(registry, {
       name: 'resolver_warnings_total',
-      help: 'Stored events with something the resolver could not use, by kind: unreadable_phone (a phone trait that is not a valid number of its country: no phone signal made)',
+      help: 'Ingestion warnings of stored events, by kind (libs/identity WARNING_KINDS): unreadable_phone (no phone signal made), timestamp_clamped, soft_cap; per organisation: svcctl warnings',
       labelNames: ['kind'] as const,
     }),
     profilesCreated: defineCounter(registry, {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { readToEnd } from '@svc/bus';
 import type { RawLogMessage } from '@svc/contracts';
-import { setIdentityRules } from '@svc/identity';
+import { DEFAULT_IDENTITY_RULES, readWarnings, setIdentityRules } from '@svc/identity';
 import { describeWithPostgres } from '@svc/testkit';
 import type { ResolverMetrics } from './metrics';
 import { replayProjections } from './replay';
@@ -28,7 +28,7 @@ describeWithPostgres('phone numbers by the organisation’s identity rules', () 
     await h.ingest([
       h.envelope(org, { type: 'identify', anonymousId: 'before-rules', traits: { phone: '020 7946 0958' } }),
       h.envelope(org, { type: 'identify', anonymousId: 'international', traits: { phone: '+44 20 7946 0958' } }),
-      h.envelope(org, { type: 'identify', anonymousId: 'typo', traits: { phone: '020 7946' } }),
+      h.envelope(org, { type: 'identify', anonymousId: 'typo', traits: { phone: '020 7946' }, messageId: 'm-typo' }),
     ]);
   }, 60_000);
   afterAll(() => h.tearDown());
@@ -38,10 +38,12 @@ describeWithPostgres('phone numbers by the organisation’s identity rules', () 
     expect(await profileOf('before-rules')).not.toBe(await profileOf('international'));
     expect(await profileOf('typo')).toBeDefined();
     expect((await metrics.warnings.get()).values).toEqual([expect.objectContaining({ labels: { kind: 'unreadable_phone' }, value: 1 })]);
+    // The organisation's operators read it, without the number.
+    expect((await readWarnings(h.db, org, { limit: 10 })).warnings).toEqual([expect.objectContaining({ kind: 'unreadable_phone', messageId: 'm-typo', detail: null })]);
   });
 
   it('with the organisation in GB, reads the next national number as British: the same person as the international one', async () => {
-    await setIdentityRules(h.db, org, { version: 1, phone: { default_region: 'GB' } });
+    await setIdentityRules(h.db, org, { ...DEFAULT_IDENTITY_RULES, phone: { default_region: 'GB' } });
     await h.ingest([h.envelope(org, { type: 'identify', anonymousId: 'after-rules', traits: { phone: '020 7946 0958' } })]);
     expect(await profileOf('after-rules')).toBe(await profileOf('international'));
     // What was stored before stays as it was read.
@@ -61,7 +63,8 @@ describeWithPostgres('phone numbers by the organisation’s identity rules', () 
     expect(await phones()).toEqual(['+442079460958']);
     const person = await profileOf('before-rules');
     for (const anonymousId of ['international', 'after-rules']) expect(await profileOf(anonymousId)).toBe(person);
-    // The rules came over with the projections.
+    // The rules and the warnings came over with the projections, the warnings once.
     expect(await h.db('identity.identity_rules').where({ org_id: org }).first()).toMatchObject({ rules: { phone: { default_region: 'GB' } } });
+    expect((await readWarnings(h.db, org, { limit: 10 })).warnings.map((w) => w.messageId)).toEqual(['m-typo']);
   });
 });

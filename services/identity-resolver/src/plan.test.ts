@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { RawEventEnvelope } from '@svc/contracts';
-import { DEFAULT_COMPILED_RULES, eventIdFor, profileIdsFor, signalLockKey } from '@svc/identity';
+import { DEFAULT_COMPILED_RULES, DEFAULT_IDENTITY_RULES, compileIdentityRules, eventIdFor, profileIdsFor, signalLockKey } from '@svc/identity';
 import {
   buildGraphs,
   contactsNeeded,
@@ -22,8 +22,9 @@ import {
 const ORG = '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f';
 const OTHER_ORG = '0b5e2f1a-3c4d-4e5f-8a9b-0c1d2e3f4a5b';
 const NOW = () => '2026-11-25T12:00:00.000Z';
-/** Every organisation reads national phone numbers as Indian (the deployment's default). */
-const inIndia = () => '91';
+/** Every organisation has the default identity rules: national phone numbers read as Indian (the deployment's default). */
+const IN_INDIA = compileIdentityRules(DEFAULT_IDENTITY_RULES, '91');
+const inIndia = () => IN_INDIA;
 
 let seq = 0;
 function envelope(event: Record<string, unknown>, orgId = ORG, receivedAt = '2026-11-25T10:00:00.000Z'): RawEventEnvelope {
@@ -53,7 +54,7 @@ const P3 = '00000000-0000-8000-8000-000000000003';
 function plan(envelopes: RawEventEnvelope[], state: { signals?: SignalRow[]; profiles?: ProfileRow[]; stored?: string[] } = {}) {
   const { events } = distinctEvents(envelopes, inIndia);
   const fresh = freshEvents(events, { stored: new Set(state.stored ?? []) });
-  const graphs = buildGraphs(fresh, state.signals ?? [], state.profiles ?? []);
+  const graphs = buildGraphs(fresh, state.signals ?? [], state.profiles ?? [], inIndia, new Map());
   const rules = new Map([...graphs.keys()].map((orgId) => [orgId, DEFAULT_COMPILED_RULES]));
   return { fresh, plan: planBatch(fresh, graphs, rules, NOW) };
 }

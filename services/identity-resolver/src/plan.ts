@@ -13,15 +13,16 @@ import {
   signalsOf,
   type CompiledEngagementRules,
   type EngagementState,
+  type CompiledIdentityRules,
+  type IngestionWarning,
   type OutboxMessage,
-  type PhoneDefault,
   type Signal,
   type SignalType,
 } from '@svc/identity';
 import { earlierTouch, laterTouch, type Touch } from './context';
 import { conversionCandidate } from './conversions';
 import { prepareEvent, type PreparedEvent } from './prepare';
-import { IdentityGraph, type PlannedMerge, type ProfileNode, type Resolution } from './resolve';
+import { IdentityGraph, type PlannedMerge, type ProfileNode, type Resolution, type SignalCounts } from './resolve';
 
 /**
  * The batch's planning: pure functions from the events and what the database
@@ -32,11 +33,11 @@ import { IdentityGraph, type PlannedMerge, type ProfileNode, type Resolution } f
 const orgKey = (orgId: string, id: string) => `${orgId}\u0000${id}`;
 
 /** The batch's distinct events (first of each organisation's messageId), prepared; and how many repeats it carried. */
-export function distinctEvents(envelopes: readonly RawEventEnvelope[], phoneDefaultOf: (orgId: string) => PhoneDefault): { events: PreparedEvent[]; repeats: number } {
+export function distinctEvents(envelopes: readonly RawEventEnvelope[], rulesOf: (orgId: string) => CompiledIdentityRules): { events: PreparedEvent[]; repeats: number } {
   const events: PreparedEvent[] = [];
   const seen = new Set<string>();
   for (const envelope of envelopes) {
-    const e = prepareEvent(envelope, phoneDefaultOf(envelope.orgId));
+    const e = prepareEvent(envelope, rulesOf(envelope.orgId));
     const key = orgKey(e.orgId, e.messageId);
     if (seen.has(key)) continue;
     seen.add(key);
@@ -100,8 +101,18 @@ export function survivorsToLoad(profiles: ReadonlyMap<string, ProfileRow>, loade
   return [...ids];
 }
 
-/** The identity graph of each organisation of the fresh events, from the signals and profiles read under lock. */
-export function buildGraphs(fresh: readonly PreparedEvent[], signals: readonly SignalRow[], profiles: Iterable<ProfileRow>): Map<string, IdentityGraph> {
+/**
+ * The identity graph of each organisation of the fresh events, from the
+ * signals and profiles read under lock, under the organisation's identity
+ * rules (with the profiles' stored signal counts where they set limits).
+ */
+export function buildGraphs(
+  fresh: readonly PreparedEvent[],
+  signals: readonly SignalRow[],
+  profiles: Iterable<ProfileRow>,
+  rulesOf: (orgId: string) => CompiledIdentityRules,
+  counts: SignalCounts,
+): Map<string, IdentityGraph> {
   // Only the signals of fresh events (the state also holds those of events stored already).
   const freshSignals = new Set(fresh.flatMap((e) => lookupSignals(e).map((s) => orgKey(e.orgId, signalKey(s.type, s.value)))));
   const signalMaps = new Map<string, Map<string, string>>();
@@ -119,7 +130,7 @@ export function buildGraphs(fresh: readonly PreparedEvent[], signals: readonly S
     nodeMaps.get(p.org_id)?.set(p.id, { id: p.id, canonicalId: p.canonical_id, userId: p.user_id, isNew: false, mergedInto: p.merged_into });
   }
   const graphs = new Map<string, IdentityGraph>();
-  for (const [orgId, signalMap] of signalMaps) graphs.set(orgId, new IdentityGraph(orgId, signalMap, nodeMaps.get(orgId)!));
+  for (const [orgId, signalMap] of signalMaps) graphs.set(orgId, new IdentityGraph(orgId, signalMap, nodeMaps.get(orgId)!, rulesOf(orgId), counts));
   return graphs;
 }
 
@@ -510,7 +521,7 @@ export function usageOf(fresh: readonly PreparedEvent[]): Array<{ orgId: string;
  * events.resolved messages, in order), and a conversion candidate per qualifying event (with the event's
  * contact details, else the profile's).
  */
-export function outputMessages(plan: BatchPlan, fresh: readonly PreparedEvent[], qualifying: Qualifying, contacts: Contacts, phoneDefaultOf: (orgId: string) => PhoneDefault): OutboxMessage[] {
+export function outputMessages(plan: BatchPlan, fresh: readonly PreparedEvent[], qualifying: Qualifying, contacts: Contacts, rulesOf: (orgId: string) => Pick<CompiledIdentityRules, 'phoneDefault'>): OutboxMessage[] {
   const outbox: OutboxMessage[] = [];
   const createdIds = new Set(plan.created.map((p) => p.id));
   for (const [id, d] of plan.deltas) if (!createdIds.has(id)) outbox.push(profileChange(d.orgId, id, 'updated'));
@@ -527,10 +538,23 @@ export function outputMessages(plan: BatchPlan, fresh: readonly PreparedEvent[],
       properties: e.properties,
       context: e.context,
       email: e.identity.email ?? normaliseEmail(e.properties.email) ?? known?.email ?? null,
-      phone: e.identity.phone ?? normalisePhone(e.properties.phone, phoneDefaultOf(e.orgId)) ?? known?.phone ?? null,
+      phone: e.identity.phone ?? normalisePhone(e.properties.phone, rulesOf(e.orgId).phoneDefault) ?? known?.phone ?? null,
       clientIp: e.clientIp,
     });
     outbox.push({ topic: 'conversionsCandidates', key: profileId, payload, eventIds: null });
   }
   return outbox;
+}
+
+/** The fresh events' ingestion warnings, each with its organisation and messageId, then what the rules kept the graphs from doing. */
+export function warningsOf(fresh: readonly PreparedEvent[], graphs: ReadonlyMap<string, IdentityGraph>): IngestionWarning[] {
+  return [
+    ...fresh.flatMap((e) => e.warnings.map((w) => ({ orgId: e.orgId, messageId: e.messageId, ...w }))),
+    ...[...graphs.values()].flatMap((g) => g.warnings.map((w) => ({ orgId: g.orgId, ...w }))),
+  ];
+}
+
+/** Whether some organisation's rules cap identifiers per profile (the graphs then need the profiles' signal counts). */
+export function limitsApply(fresh: readonly PreparedEvent[], rulesOf: (orgId: string) => CompiledIdentityRules): boolean {
+  return [...new Set(fresh.map((e) => e.orgId))].some((orgId) => Object.keys(rulesOf(orgId).limits).length > 0);
 }

@@ -1,5 +1,5 @@
-import { STORED_EVENT_NAMES, type RawEventEnvelope } from '@svc/contracts';
-import { DEFAULT_PHONE_COUNTRY_CODE, eventIdFor, eventIdentity, personTraits, type EventIdentity, type PhoneDefault } from '@svc/identity';
+import { STORED_EVENT_NAMES, softCapBreaches, type RawEventEnvelope } from '@svc/contracts';
+import { eventIdFor, eventIdentity, personTraits, signalKey, type CompiledIdentityRules, type EventIdentity, type WarningKind } from '@svc/identity';
 import { clickIdsOf, fingerprintOf, sessionIdOf, storedContext, touchOf, type ClickIdSighting, type Touch } from './context';
 
 /** An event that can never be stored, whatever is retried (bad data a producer other than the gateway let through). */
@@ -17,8 +17,8 @@ export interface PreparedEvent {
   eventId: string;
   type: RawEventEnvelope['event']['type'];
   identity: EventIdentity;
-  /** The traits named a phone that is not a valid number of its country: no phone signal, and a warning counted. */
-  unreadablePhone: boolean;
+  /** What the event was stored despite (the organisation's ingestion warnings; warnings.ts in libs/identity). */
+  warnings: Array<{ kind: WarningKind; detail: string | null }>;
   eventName: string;
   /** ISO 8601, normalised. */
   timestamp: string;
@@ -49,10 +49,10 @@ export function storedEventName(event: RawEventEnvelope['event']): string {
   return STORED_EVENT_NAMES[event.type];
 }
 
-/** `phoneDefault`: how the event's organisation reads a phone written without its country. */
-export function prepareEvent(envelope: RawEventEnvelope, phoneDefault: PhoneDefault = DEFAULT_PHONE_COUNTRY_CODE): PreparedEvent {
+/** `rules`: the event's organisation's identity rules (how it reads a phone, what it blocks). */
+export function prepareEvent(envelope: RawEventEnvelope, rules: CompiledIdentityRules): PreparedEvent {
   const event = envelope.event;
-  const identity = eventIdentity(event, phoneDefault);
+  const { identity, blocked } = withoutBlocked(eventIdentity(event, rules.phoneDefault), rules.blocked);
   const writtenPhone = personTraits(event).phone;
   const timestamp = isoTime(event.timestamp, 'timestamp');
   const context = { ...storedContext(event.context), ip_address: envelope.clientIp };
@@ -62,7 +62,10 @@ export function prepareEvent(envelope: RawEventEnvelope, phoneDefault: PhoneDefa
     eventId: eventIdFor(envelope.orgId, event.messageId),
     type: event.type,
     identity,
-    unreadablePhone: identity.phone === null && writtenPhone !== undefined && writtenPhone !== null && writtenPhone !== '',
+    warnings: [
+      ...eventWarnings(envelope, identity.phone === null && !blocked.includes('phone') && writtenPhone !== undefined && writtenPhone !== null && writtenPhone !== ''),
+      ...blocked.map((type) => ({ kind: 'blocked_identifier' as const, detail: type })),
+    ],
     eventName: storedEventName(event),
     timestamp,
     receivedAt: isoTime(envelope.receivedAt, 'receivedAt'),
@@ -75,4 +78,34 @@ export function prepareEvent(envelope: RawEventEnvelope, phoneDefault: PhoneDefa
     fingerprint: fingerprintOf(context),
     clientIp: envelope.clientIp,
   };
+}
+
+/** The ingestion warnings of an event: an unreadable phone, a clamped timestamp, properties or traits over a soft cap. */
+function eventWarnings(envelope: RawEventEnvelope, unreadablePhone: boolean): PreparedEvent['warnings'] {
+  const out: PreparedEvent['warnings'] = [];
+  if (unreadablePhone) out.push({ kind: 'unreadable_phone', detail: null });
+  if (envelope.originalTimestamp !== undefined) out.push({ kind: 'timestamp_clamped', detail: envelope.originalTimestamp });
+  for (const field of ['properties', 'traits'] as const) {
+    for (const breach of softCapBreaches(envelope.event[field])) out.push({ kind: 'soft_cap', detail: `${field}: ${breach}` });
+  }
+  return out;
+}
+
+/** The identity without the identifiers the organisation blocked (a previousId as a userId), and which types those were. */
+function withoutBlocked(identity: EventIdentity, blockedKeys: ReadonlySet<string>): { identity: EventIdentity; blocked: string[] } {
+  if (blockedKeys.size === 0) return { identity, blocked: [] };
+  const out = { ...identity };
+  const blocked: string[] = [];
+  const check = (field: 'userId' | 'email' | 'phone' | 'previousId', type: 'user_id' | 'email' | 'phone') => {
+    const value = out[field];
+    if (value !== null && blockedKeys.has(signalKey(type, value))) {
+      out[field] = null;
+      blocked.push(field === 'previousId' ? 'previous_id' : type);
+    }
+  };
+  check('userId', 'user_id');
+  check('email', 'email');
+  check('phone', 'phone');
+  check('previousId', 'user_id');
+  return { identity: out, blocked };
 }

@@ -1,8 +1,8 @@
 import type { RawEventEnvelope, ResolvedEvent } from '@svc/contracts';
 import type { Db } from '@svc/runtime';
-import { DEFAULT_PHONE_COUNTRY_CODE, compileStoredEngagementRules, personTraits, phoneDefaultsOf, type IdentifierHashes, type MergeReason, type PhoneDefault } from '@svc/identity';
+import { DEFAULT_PHONE_COUNTRY_CODE, compileStoredEngagementRules, readIdentityRules, recordWarnings, type IdentifierHashes, type IngestionWarning, type MergeReason } from '@svc/identity';
 import * as sql from './batch-sql';
-import { buildGraphs, contactsNeeded, distinctEvents, freshEvents, identityLockKeys, outputMessages, planBatch, profilesToRescore, qualifyingConversions, resolvedEvents, usageOf } from './plan';
+import { buildGraphs, contactsNeeded, distinctEvents, freshEvents, identityLockKeys, limitsApply, outputMessages, planBatch, profilesToRescore, qualifyingConversions, resolvedEvents, usageOf, warningsOf } from './plan';
 import type { PreparedEvent } from './prepare';
 import { withoutSuppressed } from './suppression';
 
@@ -50,8 +50,10 @@ export interface BatchOutcome {
   merges: MergeReason[];
   /** Organisations whose stored engagement rules fail the check (their events scored nothing): to report. */
   invalidEngagementRules: string[];
-  /** Stored events whose traits named a phone that is not a valid number (no phone signal made): to count. */
-  unreadablePhones: number;
+  /** Organisations whose stored identity rules fail the check (the defaults applied): to report. */
+  invalidIdentityRules: string[];
+  /** The stored events' ingestion warnings (recorded in the batch's transaction): to count. */
+  warnings: IngestionWarning[];
   /** The events.resolved messages of the stored events (their outbox rows name them), for the relay once committed. */
   resolved: ResolvedEvent[];
 }
@@ -59,9 +61,20 @@ export interface BatchOutcome {
 const ACTOR = 'identity-resolver';
 
 export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope[], options: BatchOptions): Promise<BatchOutcome> {
-  const phoneDefaultOf = await readPhoneDefaults(trx, envelopes, options.defaultPhoneCountryCode ?? DEFAULT_PHONE_COUNTRY_CODE);
-  const { events, repeats } = distinctEvents(envelopes, phoneDefaultOf);
-  const outcome: BatchOutcome = { stored: 0, duplicates: repeats, suppressed: 0, profilesCreated: 0, merges: [], invalidEngagementRules: [], unreadablePhones: 0, resolved: [] };
+  // Before anything else: they decide how the events' identifiers are read.
+  const identityRules = await readIdentityRules(trx, envelopes.map((e) => e.orgId), options.defaultPhoneCountryCode ?? DEFAULT_PHONE_COUNTRY_CODE);
+  const { events, repeats } = distinctEvents(envelopes, identityRules.rules);
+  const outcome: BatchOutcome = {
+    stored: 0,
+    duplicates: repeats,
+    suppressed: 0,
+    profilesCreated: 0,
+    merges: [],
+    invalidEngagementRules: [],
+    invalidIdentityRules: identityRules.invalid,
+    warnings: [],
+    resolved: [],
+  };
   if (events.length === 0) return outcome;
 
   // The organisations' conversion names come from outside this transaction (the caller's function):
@@ -77,7 +90,9 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   outcome.duplicates += allowed.length - fresh.length;
   if (fresh.length === 0) return outcome;
 
-  const graphs = buildGraphs(fresh, state.signals, (await sql.loadSurvivors(trx, state.profiles)).values());
+  const profiles = await sql.loadSurvivors(trx, state.profiles);
+  const counts = limitsApply(fresh, identityRules.rules) ? await sql.readSignalCounts(trx, [...profiles.keys()]) : new Map();
+  const graphs = buildGraphs(fresh, state.signals, profiles.values(), identityRules.rules, counts);
   const engagement = compileStoredEngagementRules([...graphs.keys()], state.rules.filter((r) => graphs.has(r.org_id)));
   outcome.invalidEngagementRules = engagement.invalid;
   const plan = planBatch(fresh, graphs, engagement.rules);
@@ -86,7 +101,6 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   await sql.mergeProfiles(trx, plan.merges, options.actor ?? ACTOR, !options.restate);
   await sql.writeEffects(trx, plan.effects, plan.madeSignals);
   outcome.stored = fresh.length;
-  outcome.unreadablePhones = fresh.filter((e) => e.unreadablePhone).length;
   outcome.profilesCreated = plan.created.length;
   outcome.merges = plan.merges.map((m) => m.reason);
 
@@ -94,20 +108,11 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   const contacts = await sql.rescoreAndReadContacts(trx, profilesToRescore(plan.effects.fingerprints), contactsNeeded(qualifying));
   if (options.restate) return outcome;
 
-  await sql.addUsageAndOutputs(trx, usageOf(fresh), outputMessages(plan, fresh, qualifying, contacts, phoneDefaultOf));
+  await sql.addUsageAndOutputs(trx, usageOf(fresh), outputMessages(plan, fresh, qualifying, contacts, identityRules.rules));
+  outcome.warnings = warningsOf(fresh, graphs);
+  await recordWarnings(trx, outcome.warnings);
   outcome.resolved = resolvedEvents(plan.effects);
   return outcome;
-}
-
-/**
- * How each organisation of the batch reads a phone written without its
- * country (its identity rules' region, else the deployment's code). Read
- * only when some event carries a phone, in its traits or (for a conversion)
- * its properties: most batches carry none and pay no statement.
- */
-async function readPhoneDefaults(trx: Db, envelopes: readonly RawEventEnvelope[], fallback: PhoneDefault): Promise<(orgId: string) => PhoneDefault> {
-  const withPhone = envelopes.filter((e) => personTraits(e.event).phone != null || e.event.properties?.phone != null);
-  return withPhone.length === 0 ? () => fallback : phoneDefaultsOf(trx, withPhone.map((e) => e.orgId), fallback);
 }
 
 /**

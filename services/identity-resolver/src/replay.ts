@@ -27,7 +27,8 @@ import { processBatch, type BatchOptions, type BatchOutcome } from './process-ba
  * over into the new outbox, so the relay still sends them.
  *
  * Not in the log, so carried over from the old tables: identity rules
- * (first: they decide how the log's identifiers are read), engagement rules and
+ * (first: they decide how the log's identifiers are read), the ingestion
+ * warnings of the events the live path stored, engagement rules and
  * admin merges (re-applied at the end, in their order). Exhausted clicks are
  * the forwarder's, in its own schema, which a replay does not touch.
  */
@@ -74,6 +75,11 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
     await carryMigrationLog(trx, previousSchema);
     // Before the log: they decide how its events' identifiers are read.
     await trx.raw('insert into identity.identity_rules (org_id, rules, updated_at) select org_id, rules, updated_at from ??.identity_rules', [previousSchema]);
+    // The warnings so far, in their order: the restated events' are not recorded again.
+    await trx.raw(
+      'insert into identity.ingestion_warnings (org_id, kind, message_id, detail, at) select org_id, kind, message_id, detail, at from ??.ingestion_warnings order by id',
+      [previousSchema],
+    );
 
     let events = 0;
     let skipped = 0;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { profileIdsFor, signalKey, type EventIdentity, type SignalType } from '@svc/identity';
+import { DEFAULT_IDENTITY_RULES, profileIdsFor, signalKey, type CompiledIdentityRules, type EventIdentity, type SignalType } from '@svc/identity';
 import { IdentityGraph, type ProfileNode } from './resolve';
 
 const ORG = '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f';
@@ -12,14 +12,16 @@ interface Stored {
 }
 
 /** A graph as the loader would build it from stored rows; profiles are named for readability. */
-function graphOf(stored: Stored) {
+function graphOf(stored: Stored, rules?: Pick<CompiledIdentityRules, 'limits' | 'priority'>) {
   const idOf = (name: string) => `00000000-0000-8000-8000-${name.padStart(12, '0')}`;
   const profiles = new Map<string, ProfileNode>();
   for (const [name, userId] of Object.entries(stored.profiles)) {
     profiles.set(idOf(name), { id: idOf(name), canonicalId: `prf_${name}`, userId, isNew: false, mergedInto: null });
   }
   const signals = new Map(stored.signals.map(([t, v, name]) => [signalKey(t, v), idOf(name)]));
-  const g = new IdentityGraph(ORG, signals, profiles);
+  const counts = new Map<string, Partial<Record<SignalType, number>>>();
+  for (const [t, , name] of stored.signals) counts.set(idOf(name), { ...counts.get(idOf(name)), [t]: (counts.get(idOf(name))?.[t] ?? 0) + 1 });
+  const g = new IdentityGraph(ORG, signals, profiles, rules, counts);
   const nameOf = (id: string) => Object.keys(stored.profiles).find((n) => idOf(n) === id) ?? (g.created.some((c) => c.id === id) ? `new:${g.profile(id).userId ?? 'anon'}` : id);
   return { g, idOf, nameOf };
 }
@@ -144,5 +146,56 @@ describe('identity resolution rules', () => {
     const r = g.resolveEvent(id('a1', { userId: 'u1' }), 'm');
     expect(r.profileId).toBe(profileIdsFor(ORG, 'user_id', 'u1').id);
     expect(g.profile(r.profileId).canonicalId).toMatch(/^prf_[0-9a-hjkmnp-tv-z]{26}$/);
+  });
+});
+
+describe('identity rules', () => {
+  const rules = (more: Partial<Pick<CompiledIdentityRules, 'limits' | 'priority'>>) => ({ limits: {}, priority: DEFAULT_IDENTITY_RULES.priority, ...more });
+
+  it('priority: the phone decides over the email when the rules put it first', () => {
+    const stored: Stored = { profiles: { E: 'eve', P: 'pat' }, signals: [['email', 'x@y.io', 'E'], ['phone', '+442079460958', 'P']] };
+    const event = id('a1', { email: 'x@y.io', phone: '+442079460958' });
+    const byDefault = graphOf(stored);
+    expect(byDefault.nameOf(byDefault.g.resolveEvent(event, 'm').profileId)).toBe('E');
+    const phoneFirst = graphOf(stored, rules({ priority: ['phone', 'email', 'anonymous_id'] }));
+    expect(phoneFirst.nameOf(phoneFirst.g.resolveEvent(event, 'm').profileId)).toBe('P');
+    // Identified profiles are never merged by a trait, whatever the order.
+    expect([...byDefault.g.merges, ...phoneFirst.g.merges]).toEqual([]);
+  });
+
+  it('limits: an email over the limit is not attached, the event still goes to its profile, and it is a warning', () => {
+    const { g, nameOf } = graphOf({ profiles: { A: 'alice' }, signals: [['user_id', 'alice', 'A'], ['email', 'a1@x.io', 'A'], ['email', 'a2@x.io', 'A']] }, rules({ limits: { email: 2 } }));
+    const r = g.resolveEvent(id('d1', { userId: 'alice', email: 'a3@x.io' }), 'm-3');
+    expect(nameOf(r.profileId)).toBe('A');
+    expect(g.owner('email', 'a3@x.io')).toBeUndefined();
+    expect(g.owner('anonymous_id', 'd1')).toBe(r.profileId);
+    expect(g.warnings).toEqual([{ messageId: 'm-3', kind: 'identity_limit', detail: 'email: the profile holds 2, the most the rules allow' }]);
+  });
+
+  it('limits: a merge that would take the survivor over is refused and recorded, never applied', () => {
+    const stored: Stored = {
+      profiles: { A: 'alice', D: null },
+      signals: [['user_id', 'alice', 'A'], ['anonymous_id', 'a1', 'A'], ['anonymous_id', 'a2', 'A'], ['anonymous_id', 'd1', 'D'], ['anonymous_id', 'd2', 'D']],
+    };
+    const { g, idOf, nameOf } = graphOf(stored, rules({ limits: { anonymous_id: 3 } }));
+    const r = g.resolveEvent(id('d1', { userId: 'alice' }), 'm-login');
+    expect(nameOf(r.profileId)).toBe('A');
+    expect(g.merges).toEqual([]);
+    expect(g.find(idOf('D'))).toBe(idOf('D'));
+    expect(g.warnings).toEqual([{ messageId: 'm-login', kind: 'merge_refused', detail: `identify of ${idOf('D')} into ${idOf('A')}: together they would hold more than 3 anonymous_id` }]);
+    // Within the limit the same merge goes ahead, and the counts follow it.
+    const roomy = graphOf(stored, rules({ limits: { anonymous_id: 4 } }));
+    roomy.g.resolveEvent(id('d1', { userId: 'alice' }), 'm-login');
+    expect(roomy.g.merges.map((m) => m.reason)).toEqual(['identify']);
+    roomy.g.resolveEvent(id('d3', { userId: 'alice' }), 'm-next');
+    expect(roomy.g.owner('anonymous_id', 'd3')).toBeUndefined();
+    expect(roomy.g.warnings.map((w) => w.kind)).toEqual(['identity_limit']);
+  });
+
+  it('limits: user_id 1 refuses an alias of two identified people', () => {
+    const { g } = graphOf({ profiles: { A: 'alice', O: 'old' }, signals: [['user_id', 'alice', 'A'], ['user_id', 'old', 'O']] }, rules({ limits: { user_id: 1 } }));
+    g.resolveEvent(id('d', { userId: 'alice', previousId: 'old' }), 'm-alias');
+    expect(g.merges).toEqual([]);
+    expect(g.warnings.map((w) => w.kind)).toEqual(['merge_refused']);
   });
 });

@@ -1,4 +1,4 @@
-import { profileIdsFor, signalKey, type EventIdentity, type MergeReason, type SignalType } from '@svc/identity';
+import { DEFAULT_IDENTITY_RULES, profileIdsFor, signalKey, type CompiledIdentityRules, type EventIdentity, type MergeReason, type SignalType, type WarningKind } from '@svc/identity';
 
 /**
  * Identity resolution rules, on an in-memory view of one organisation's
@@ -18,6 +18,14 @@ import { profileIdsFor, signalKey, type EventIdentity, type MergeReason, type Si
  * Two identified profiles are never merged by an identify or a trait: only
  * alias and the admin merge do that. A signal already owned by a profile the
  * event does not go to stays where it is.
+ *
+ * The organisation's identity rules (libs/identity identity-rules.ts) order
+ * email, phone and anonymousId (`priority`; the table's order is the
+ * default), and cap how many identifiers of a type one profile holds
+ * (`limits`): a signal that would go over is not attached, and a merge that
+ * would take the survivor over is refused; the event is stored all the same,
+ * and each is a warning (`warnings`). Blocked values never reach the graph
+ * (prepare.ts leaves them out of the event's identity).
  */
 
 /** Which signal found the event's profile, or that a new one was made (stored as events.resolution_method). */
@@ -42,6 +50,16 @@ export interface PlannedMerge {
   messageId: string;
 }
 
+/** Something the rules kept the graph from doing, for the organisation's ingestion warnings. */
+export interface GraphWarning {
+  messageId: string;
+  kind: Extract<WarningKind, 'identity_limit' | 'merge_refused'>;
+  detail: string;
+}
+
+/** How many signals of each type a stored profile holds (for limits). */
+export type SignalCounts = ReadonlyMap<string, Partial<Record<SignalType, number>>>;
+
 export interface Resolution {
   /** The profile the event went to when it was resolved; `graph.find` gives where it ends up. */
   profileId: string;
@@ -53,6 +71,9 @@ export class IdentityGraph {
   readonly attached = new Map<string, { type: SignalType; value: string; profileId: string }>();
   readonly merges: PlannedMerge[] = [];
   readonly created: ProfileNode[] = [];
+  readonly warnings: GraphWarning[] = [];
+  /** Signals per type of each profile, once asked for: the stored ones, plus what the batch attached and merged. */
+  private readonly counts = new Map<string, Partial<Record<SignalType, number>>>();
 
   constructor(
     readonly orgId: string,
@@ -60,6 +81,9 @@ export class IdentityGraph {
     private readonly signals: Map<string, string>,
     /** Every profile those signals point to, loaded under lock. */
     private readonly profiles: Map<string, ProfileNode>,
+    private readonly rules: Pick<CompiledIdentityRules, 'limits' | 'priority'> = DEFAULT_IDENTITY_RULES,
+    /** The loaded profiles' stored signal counts; needed only when the rules set limits. */
+    private readonly storedCounts: SignalCounts = new Map(),
   ) {}
 
   /** The surviving profile a (possibly merged-away) profile id stands for. */
@@ -99,9 +123,28 @@ export class IdentityGraph {
     return node.id;
   }
 
-  private attach(type: SignalType, value: string, profileId: string): void {
+  /** The signals per type the surviving profile `id` holds now. */
+  private countsOf(id: string): Partial<Record<SignalType, number>> {
+    let counts = this.counts.get(id);
+    if (!counts) {
+      counts = { ...this.storedCounts.get(id) };
+      this.counts.set(id, counts);
+    }
+    return counts;
+  }
+
+  private attach(type: SignalType, value: string, profileId: string, messageId: string): void {
     const key = signalKey(type, value);
     if (this.signals.has(key)) return;
+    const limit = this.rules.limits[type];
+    if (limit !== undefined) {
+      const counts = this.countsOf(this.find(profileId));
+      if ((counts[type] ?? 0) >= limit) {
+        this.warnings.push({ messageId, kind: 'identity_limit', detail: `${type}: the profile holds ${limit}, the most the rules allow` });
+        return;
+      }
+      counts[type] = (counts[type] ?? 0) + 1;
+    }
     this.signals.set(key, profileId);
     this.attached.set(key, { type, value, profileId });
     if (type === 'user_id') {
@@ -114,6 +157,16 @@ export class IdentityGraph {
     const source = this.profile(sourceId);
     const target = this.profile(targetId);
     if (source.id === target.id) return;
+    const limits = Object.entries(this.rules.limits) as Array<[SignalType, number]>;
+    if (limits.length > 0) {
+      const [from, into] = [this.countsOf(source.id), this.countsOf(target.id)];
+      const over = limits.find(([type, limit]) => (from[type] ?? 0) + (into[type] ?? 0) > limit);
+      if (over) {
+        this.warnings.push({ messageId, kind: 'merge_refused', detail: `${reason} of ${source.id} into ${target.id}: together they would hold more than ${over[1]} ${over[0]}` });
+        return;
+      }
+      for (const [type] of limits) into[type] = (from[type] ?? 0) + (into[type] ?? 0);
+    }
     source.mergedInto = target.id;
     target.userId ??= source.userId;
     this.merges.push({ sourceId: source.id, targetId: target.id, reason, signalType, messageId });
@@ -121,12 +174,9 @@ export class IdentityGraph {
 
   /** Resolves one event, updating the graph. Events must come in partition order. */
   resolveEvent(identity: EventIdentity, messageId: string): Resolution {
-    const { anonymousId, userId, email, phone, previousId } = identity;
-    const others: Array<[SignalType, string | null, string | undefined]> = [
-      ['email', email, this.owner('email', email)],
-      ['phone', phone, this.owner('phone', phone)],
-      ['anonymous_id', anonymousId, this.owner('anonymous_id', anonymousId)],
-    ];
+    const { anonymousId, userId, previousId } = identity;
+    const valueOf = { email: identity.email, phone: identity.phone, anonymous_id: anonymousId };
+    const others: Array<[SignalType, string | null, string | undefined]> = this.rules.priority.map((type) => [type, valueOf[type], this.owner(type, valueOf[type])]);
     let target: string;
     let method: ResolutionMethod;
 
@@ -143,7 +193,7 @@ export class IdentityGraph {
         target = this.create('user_id', userId);
         method = 'new_profile';
       }
-      this.attach('user_id', userId, target);
+      this.attach('user_id', userId, target, messageId);
     } else {
       const matched = others.filter(([, , owner]) => owner !== undefined);
       const pick = matched.find(([, , owner]) => this.identified(owner!)) ?? matched[0];
@@ -159,7 +209,7 @@ export class IdentityGraph {
     for (const [type, value, owner] of others) {
       if (value === null) continue;
       const current = owner === undefined ? undefined : this.find(owner);
-      if (current === undefined) this.attach(type, value, target);
+      if (current === undefined) this.attach(type, value, target, messageId);
       else if (current !== this.find(target) && !this.identified(current)) {
         this.merge(current, target, userId !== null ? 'identify' : 'trait', type, messageId);
       }
@@ -168,7 +218,7 @@ export class IdentityGraph {
     if (previousId !== null && userId !== null) {
       const asUser = this.owner('user_id', previousId);
       const previous = asUser ?? this.owner('anonymous_id', previousId);
-      if (previous === undefined) this.attach('user_id', previousId, target);
+      if (previous === undefined) this.attach('user_id', previousId, target, messageId);
       else this.merge(previous, target, 'alias', asUser !== undefined ? 'user_id' : 'anonymous_id', messageId);
     }
     return { profileId: target, method };

@@ -137,6 +137,9 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawLogMe
     });
     if (stalls.stalled > 0) for (const m of messages) stalls.settled(keyOf(m));
     deps.onCommitted?.(outcome.resolved);
+    if (outcome.invalidIdentityRules.length > 0) {
+      deps.logger.warn({ orgIds: outcome.invalidIdentityRules }, 'resolver: stored identity rules fail the check; the defaults applied (svcctl identity-rules set fixes them)');
+    }
     if (outcome.invalidEngagementRules.length > 0) {
       deps.logger.warn({ orgIds: outcome.invalidEngagementRules }, 'resolver: stored engagement rules fail the check; their events scored no points (svcctl rules set fixes them)');
     }
@@ -148,7 +151,7 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawLogMe
       m.events.inc({ outcome: 'erased' }, opened.erased);
       m.eventsSuppressed.inc(outcome.suppressed);
       m.profilesCreated.inc(outcome.profilesCreated);
-      if (outcome.unreadablePhones > 0) m.warnings.inc({ kind: 'unreadable_phone' }, outcome.unreadablePhones);
+      for (const w of outcome.warnings) m.warnings.inc({ kind: w.kind });
       for (const reason of outcome.merges) m.merges.inc({ reason });
     }
     return outcome;

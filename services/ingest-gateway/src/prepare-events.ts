@@ -1,6 +1,5 @@
-import { Limits, checkEvent, type RawEventEnvelope } from '@svc/contracts';
+import { Limits, checkEvent, softCapBreaches, type RawEventEnvelope, type SoftCapBreach } from '@svc/contracts';
 import { screenContext } from './context';
-import { softCapBreaches, type SoftCapBreach } from './soft-caps';
 
 export interface RequestFacts {
   orgId: string;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { requestErasure, setIdentityRules } from '@svc/identity';
+import { DEFAULT_IDENTITY_RULES, requestErasure, setIdentityRules } from '@svc/identity';
 import { describeWithPostgres } from '@svc/testkit';
 import { ProfileApiHarness, type OrgKeys } from './test-support/harness';
 
@@ -19,7 +19,7 @@ describeWithPostgres('Profiles API: phones read in the organisation’s country'
     await h.setUp();
     uk = await h.org('UK shop (deployment default)');
     de = await h.org('Berlin shop');
-    await setIdentityRules(h.db, de.orgId, { version: 1, phone: { default_region: 'DE' } });
+    await setIdentityRules(h.db, de.orgId, { ...DEFAULT_IDENTITY_RULES, phone: { default_region: 'DE' } });
     await h.ingest([
       h.envelope(uk.orgId, { type: 'identify', anonymousId: 'uk-visitor', userId: 'uk-user', traits: { phone: '07911 123456' } }),
       h.envelope(de.orgId, { type: 'identify', anonymousId: 'de-visitor', userId: 'de-user', traits: { phone: '030 12345678' } }),

@@ -7,6 +7,7 @@ import { erasureCommands } from './commands/erasure';
 import { keyCommands } from './commands/keys';
 import { replayCommands } from './commands/replay';
 import { ruleCommands } from './commands/rules';
+import { warningCommands } from './commands/warnings';
 
 export { UsageError, type CliContext } from './command';
 
@@ -18,6 +19,7 @@ const COMMANDS: Record<string, Command> = {
   ...dlqCommands,
   ...erasureCommands,
   ...keyCommands,
+  ...warningCommands,
 };
 
 /** Usage lines of every command, for `help` and for usage errors. */

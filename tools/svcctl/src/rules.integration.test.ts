@@ -134,11 +134,17 @@ describeWithPostgres('svcctl rules', () => {
       expect(await ok(t.url, 'identity-rules', 'show', '--org', org)).toEqual({
         org_id: org,
         configured: false,
-        rules: { version: 1, phone: { default_region: null } },
+        rules: { version: 1, phone: { default_region: null }, limits: {}, blocked: [], priority: ['email', 'phone', 'anonymous_id'] },
         updated_at: null,
       });
-      const set = await ok(t.url, 'identity-rules', 'set', '--org', org, '--file', await file('identity.json', { version: 1, phone: { default_region: 'GB' } }));
-      expect(set).toEqual({ org_id: org, configured: true, rules: { version: 1, phone: { default_region: 'GB' } }, updated_at: expect.any(String) });
+      const doc = { version: 1, phone: { default_region: 'GB' }, limits: { email: 5 }, blocked: [{ type: 'email', value: 'Support@Acme.io' }], priority: ['phone', 'email', 'anonymous_id'] };
+      const set = await ok(t.url, 'identity-rules', 'set', '--org', org, '--file', await file('identity.json', doc));
+      expect(set).toEqual({
+        org_id: org,
+        configured: true,
+        rules: { ...doc, blocked: [{ type: 'email', value: 'support@acme.io' }] },
+        updated_at: expect.any(String),
+      });
       expect(await ok(t.url, 'identity-rules', 'show', '--org', org)).toEqual(set);
     });
 

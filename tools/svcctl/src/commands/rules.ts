@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { checkEngagementRules, formatProblem, type DocumentProblem } from '@svc/contracts';
 import { checkIdentityRules, getEngagementRules, getIdentityRules, setEngagementRules, setIdentityRules } from '@svc/identity';
-import { AccountsStore, ValidationError } from '@svc/runtime';
+import { AccountsStore, ValidationError, type Db } from '@svc/runtime';
 import { InvalidInputError, type Command } from '../command';
 
 /** Largest rules file read (a full document of 200 rules is far smaller). */
@@ -13,51 +13,46 @@ const MAX_FILE_BYTES = 1_048_576;
  * - Engagement rules (libs/contracts `EngagementRules`): points per event,
  *   evaluated by the identity resolver on every newly stored event.
  * - Identity rules (libs/identity `IdentityRules`): how the organisation's
- *   identifiers are read (the country of its phone numbers).
+ *   identifiers are read and how far they may stitch profiles.
  */
 export const ruleCommands: Record<string, Command> = {
-  'rules set': {
-    usage: 'rules set --org <id> --file <rules.json>',
-    flags: { required: ['org', 'file'] },
-    async run(v, ctx) {
-      const check = checkEngagementRules(await readJsonFile(v.file!));
-      if (!check.ok) refuse(v.file!, 'engagement rules', check.problems);
-      await new AccountsStore(ctx.db).getOrganization(v.org!);
-      return setEngagementRules(ctx.db, v.org!, check.rules);
-    },
-  },
-  'rules show': {
-    usage: 'rules show --org <id>',
-    flags: { required: ['org'] },
-    async run(v, ctx) {
-      await new AccountsStore(ctx.db).getOrganization(v.org!);
-      return getEngagementRules(ctx.db, v.org!);
-    },
-  },
-  'identity-rules set': {
-    usage: 'identity-rules set --org <id> --file <identity-rules.json>',
-    flags: { required: ['org', 'file'] },
-    async run(v, ctx) {
-      const check = checkIdentityRules(await readJsonFile(v.file!));
-      if (!check.ok) refuse(v.file!, 'identity rules', check.problems);
-      await new AccountsStore(ctx.db).getOrganization(v.org!);
-      return setIdentityRules(ctx.db, v.org!, check.rules);
-    },
-  },
-  'identity-rules show': {
-    usage: 'identity-rules show --org <id>',
-    flags: { required: ['org'] },
-    async run(v, ctx) {
-      await new AccountsStore(ctx.db).getOrganization(v.org!);
-      return getIdentityRules(ctx.db, v.org!);
-    },
-  },
+  ...documentCommands('rules', 'rules.json', 'engagement rules', checkEngagementRules, setEngagementRules, getEngagementRules),
+  ...documentCommands('identity-rules', 'identity-rules.json', 'identity rules', checkIdentityRules, setIdentityRules, getIdentityRules),
 };
 
-function refuse(file: string, what: string, found: readonly DocumentProblem[]): never {
-  const problems = found.map(formatProblem);
-  const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
-  throw new InvalidInputError(`${file} is not a valid ${what} document (${count}): ${problems.join('; ')}`, problems);
+/** `<name> set --org --file` (checked whole, stored only when valid) and `<name> show --org`, for one kind of document. */
+function documentCommands<T>(
+  name: string,
+  file: string,
+  what: string,
+  check: (doc: unknown) => { ok: true; rules: T } | { ok: false; problems: DocumentProblem[] },
+  set: (db: Db, orgId: string, rules: T) => Promise<object>,
+  get: (db: Db, orgId: string) => Promise<object>,
+): Record<string, Command> {
+  return {
+    [`${name} set`]: {
+      usage: `${name} set --org <id> --file <${file}>`,
+      flags: { required: ['org', 'file'] },
+      async run(v, ctx) {
+        const checked = check(await readJsonFile(v.file!));
+        if (!checked.ok) {
+          const problems = checked.problems.map(formatProblem);
+          const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
+          throw new InvalidInputError(`${v.file!} is not a valid ${what} document (${count}): ${problems.join('; ')}`, problems);
+        }
+        await new AccountsStore(ctx.db).getOrganization(v.org!);
+        return set(ctx.db, v.org!, checked.rules);
+      },
+    },
+    [`${name} show`]: {
+      usage: `${name} show --org <id>`,
+      flags: { required: ['org'] },
+      async run(v, ctx) {
+        await new AccountsStore(ctx.db).getOrganization(v.org!);
+        return get(ctx.db, v.org!);
+      },
+    },
+  };
 }
 
 async function readJsonFile(file: string): Promise<unknown> {

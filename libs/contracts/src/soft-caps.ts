@@ -1,4 +1,4 @@
-import { Limits } from '@svc/contracts';
+import { Limits } from './limits';
 
 export type SoftCapBreach = 'too_many_keys' | 'value_too_large' | 'too_deep';
 
@@ -7,7 +7,8 @@ const { maxKeys, maxValueBytes, maxDepth } = Limits.softCaps;
 /**
  * Which warn-only caps an object (properties or traits) breaks: more than 300
  * keys, a value over 32 KiB as JSON, or nesting deeper than 8. Never a reason
- * to reject; the gateway logs and counts the breach and stores the event.
+ * to reject: the gateway logs and counts the breach and stores the event, and
+ * the identity resolver lists it among the organisation's ingestion warnings.
  */
 export function softCapBreaches(value: Record<string, unknown> | undefined): SoftCapBreach[] {
   if (!value) return [];
