@@ -99,3 +99,31 @@ export function machineSeconds(): MachineSeconds {
     return { busy: 0, steal: 0 };
   }
 }
+
+/**
+ * Runs `cleanup` (once) when the process is told to stop (SIGINT, SIGTERM,
+ * SIGHUP: Ctrl-C, `timeout`, a closed terminal), then exits as that signal
+ * would have ended it (128 + its number). For benches: a database they
+ * started, and its data directory, must not outlive them. Returns the
+ * function that takes the handlers off again (when the bench cleaned up by
+ * itself).
+ */
+export function cleanUpOnSignals(cleanup: () => Promise<void>): () => void {
+  const signals = { SIGINT: 2, SIGTERM: 15, SIGHUP: 1 } as const;
+  let running: Promise<void> | undefined;
+  const handlers = Object.entries(signals).map(([signal, number]) => {
+    const handler = () => {
+      // What is still running fails as its processes and database go away: the bench is stopping, not broken.
+      process.on('uncaughtException', () => undefined);
+      process.on('unhandledRejection', () => undefined);
+      running ??= cleanup()
+        .catch((err: unknown) => console.error(`cleaning up after ${signal} failed:`, err))
+        .finally(() => process.exit(128 + number));
+    };
+    process.on(signal, handler);
+    return [signal, handler] as const;
+  });
+  return () => {
+    for (const [signal, handler] of handlers) process.off(signal, handler);
+  };
+}

@@ -26,6 +26,7 @@ import {
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { bulkLoadIdentity } from '@svc/testkit/dist/bulk-load';
 import { nameValues } from '@svc/testkit/dist/name-values';
+import { cleanUpOnSignals } from '@svc/testkit/dist/processes';
 import { CursorCodec } from '../src/cursor';
 import { mountProfileApi } from '../src/routes-setup';
 
@@ -105,6 +106,8 @@ interface Result {
 async function main(): Promise<void> {
   const started = Date.now();
   const { url, stop } = await freshDatabase();
+  // Stopped from outside (Ctrl-C, `timeout`): the database goes too (its directory, or the scratch database).
+  const releaseSignals = cleanUpOnSignals(stop);
   const db = createDb({ url, poolMax: POOL, applicationName: 'profile-bench' });
   let server: Awaited<ReturnType<typeof serveHttp>> | undefined;
   try {
@@ -157,6 +160,7 @@ async function main(): Promise<void> {
       process.exitCode = 1;
     }
   } finally {
+    releaseSignals();
     await server?.close();
     await db.destroy();
     await stop();

@@ -304,7 +304,7 @@ export class ProfileStore {
        limit ?`,
       [orgId, survivor, orgId, survivor, page.before ?? null, page.before ?? null, page.limit + 1],
     );
-    const entries = rows.slice(0, page.limit).map((r) => ({ ...r, event_id: r.message_id === null ? null : eventIdFor(orgId, r.message_id) }));
+    const entries = rows.slice(0, page.limit).map(({ message_id, note, ...r }) => ({ ...r, event_id: message_id === null ? null : eventIdFor(orgId, message_id), message_id, note }));
     return { profileId: survivor, entries, next: rows.length > page.limit ? entries[entries.length - 1]!.id : undefined };
   }
 

@@ -23,7 +23,7 @@ import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { bulkLoadIdentity } from '@svc/testkit/dist/bulk-load';
 import { nameValues } from '@svc/testkit/dist/name-values';
 import { startLocalKafka, startLocalRegistry, type LocalProcess } from '@svc/testkit/dist/local-infra';
-import { cpuSeconds, machineSeconds, stopAll, waitReady, type MachineSeconds } from '@svc/testkit/dist/processes';
+import { cleanUpOnSignals, cpuSeconds, machineSeconds, stopAll, waitReady, type MachineSeconds } from '@svc/testkit/dist/processes';
 import { allMigrations } from '../src/migrations';
 import { anonymousIdOf, MEAN_BATCH_EVENTS, TRAFFIC_SHAPES, type LoadConfig, type LoadMessage, type LoadReport, type TrafficShape } from './pipeline-load';
 
@@ -179,6 +179,15 @@ async function main(): Promise<void> {
     },
   });
   const postmaster = Number(readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const removeDatabase = async () => {
+    await pg.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  // Stopped from outside (Ctrl-C, `timeout`): the services and the load generator it started, then the database and its directory.
+  const releaseSignals = cleanUpOnSignals(async () => {
+    await stopAll([...spawned]);
+    await removeDatabase();
+  });
   const results: TierResult[] = [];
   try {
     // A tier that fails is reported as such; the other tiers still run.
@@ -223,9 +232,17 @@ async function main(): Promise<void> {
     if (knobs.BENCH_RESULT_FILE) await writeFile(knobs.BENCH_RESULT_FILE, JSON.stringify({ profiles: PROFILES, historyEvents: HISTORY_EVENTS, results }));
     if (results.some((r) => !meetsFloor(r))) process.exitCode = 1;
   } finally {
-    await pg.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    releaseSignals();
+    await removeDatabase();
   }
+}
+
+/** The processes this bench started that have not exited: stopped first when the bench is stopped from outside. */
+const spawned = new Set<ChildProcess>();
+function tracked(child: ChildProcess): ChildProcess {
+  spawned.add(child);
+  child.once('exit', () => spawned.delete(child));
+  return child;
 }
 
 const tierName = (tier: string, topology: Topology, shape: TrafficShape): string => `${tier}, ${topology === 'stack' ? 'one process' : 'services apart'}, ${shape}`;
@@ -278,7 +295,7 @@ async function benchTier(
       IDENTIFIER_HASH_KEYS: randomBytes(32).toString('hex'),
     };
     const launch = (main: string, listenOn: number) =>
-      spawn(process.execPath, [...nodeArgs, main], { env: { ...processEnv, PORT: String(listenOn) }, stdio: ['ignore', 'inherit', 'inherit'] });
+      tracked(spawn(process.execPath, [...nodeArgs, main], { env: { ...processEnv, PORT: String(listenOn) }, stdio: ['ignore', 'inherit', 'inherit'] }));
     // Fresh topics need no retry here: the bus waits for their leaders (libs/bus/src/kafka/topics.ts).
     stack =
       topology === 'stack' ? [launch(STACK_MAIN, port)] : [launch(SERVICE_MAINS.gateway, port), launch(SERVICE_MAINS.resolver, resolverPort)];
@@ -297,7 +314,7 @@ async function benchTier(
       runId: randomBytes(4).toString('hex'),
       shape,
     };
-    const child = fork(path.join(__dirname, 'pipeline-load.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = tracked(fork(path.join(__dirname, 'pipeline-load.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
     loader = child;
     /** Acknowledged samples not yet readable, by the id their event is stored under. */
     const pending = new Map<string, { ackAt: number; measured: boolean }>();

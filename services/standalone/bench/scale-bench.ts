@@ -6,6 +6,7 @@ import { env, loadConfigOrExit, sizedForMachine } from '@svc/runtime';
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { nameValues } from '@svc/testkit/dist/name-values';
+import { cleanUpOnSignals } from '@svc/testkit/dist/processes';
 
 /**
  * The cost curve as the data grows (issue 31, target 4): at each point
@@ -158,8 +159,17 @@ async function measure(point: Point, dir: string): Promise<PointResult> {
 function run(script: string, extra: Record<string, string>): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [script], { env: { ...process.env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] });
+    // Stopped from outside: the bench running now is told to stop too, and cleans up its database itself.
+    const releaseSignals = cleanUpOnSignals(async () => {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    });
     child.on('error', reject);
-    child.on('exit', (code, signal) => (code === 0 || code === 1 ? resolve() : reject(new Error(`${path.basename(script)} ended with ${signal ?? code}`))));
+    child.on('exit', (code, signal) => {
+      releaseSignals();
+      if (code === 0 || code === 1) resolve();
+      else reject(new Error(`${path.basename(script)} ended with ${signal ?? code}`));
+    });
   });
 }
 
