@@ -1,7 +1,7 @@
 import { Limits, Problems, isObject, type DocumentProblem } from '@svc/contracts';
 import { preparedRaw, type Db } from '@svc/runtime';
 import { orgDocumentStore, type StoredDocument } from './org-documents';
-import { SIGNAL_TYPES, isPhoneDefault, normaliseEmail, normalisePhone, signalKey, type PhoneDefault, type SignalType } from './signals';
+import { SIGNAL_TYPES, isPhoneRegion, normaliseEmail, normalisePhone, signalKey, type PhoneDefault, type SignalType } from './signals';
 
 /**
  * An organisation's identity rules: how its identifiers are read and how far
@@ -92,7 +92,7 @@ function checkRegion(phone: unknown, p: Problems): string | null {
   p.fields(phone, '$.phone', ['default_region']);
   const r = phone.default_region;
   if (r === undefined || r === null) return null;
-  if (typeof r !== 'string' || !/^[A-Z]{2}$/.test(r) || !isPhoneDefault(r)) {
+  if (typeof r !== 'string' || !isPhoneRegion(r)) {
     p.add('$.phone.default_region', 'must be a country as an ISO 3166-1 alpha-2 code in capitals (GB, DE, IN, US), or null');
     return null;
   }

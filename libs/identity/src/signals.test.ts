@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { InboundEvent } from '@svc/contracts';
-import { eventIdentity, isPhoneDefault, normaliseEmail, normalisePhone, signalsOf } from './signals';
+import { eventIdentity, isPhoneRegion, normaliseEmail, normalisePhone, signalsOf } from './signals';
 
 describe('normaliseEmail', () => {
   it.each([
@@ -88,12 +88,13 @@ describe('normalisePhone (E.164, libphonenumber metadata)', () => {
   });
 });
 
-describe('isPhoneDefault', () => {
+describe('isPhoneRegion', () => {
   it.each([
     ['GB', true],
     ['IN', true],
-    ['44', true],
-    ['1', true],
+    // A calling code is how the deployment's fallback reads numbers, not a region of the rules.
+    ['44', false],
+    ['1', false],
     ['gb', false],
     ['XX', false],
     ['999', false],
@@ -101,7 +102,7 @@ describe('isPhoneDefault', () => {
     ['', false],
     ['GBR', false],
   ])('%j → %s', (value, expected) => {
-    expect(isPhoneDefault(value)).toBe(expected);
+    expect(isPhoneRegion(value)).toBe(expected);
   });
 });
 

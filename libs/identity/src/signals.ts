@@ -1,5 +1,5 @@
 import type { InboundEvent } from '@svc/contracts';
-import { getCountries, getCountryCallingCode, isSupportedCountry, parsePhoneNumberFromString, type CountryCode, type PhoneNumber } from 'libphonenumber-js/max';
+import { isSupportedCountry, parsePhoneNumberFromString, type CountryCode, type PhoneNumber } from 'libphonenumber-js/max';
 
 /**
  * Identity signals: what an event says about who sent it. Pure functions, no I/O.
@@ -62,17 +62,24 @@ export const DEFAULT_PHONE_COUNTRY_CODE = '91';
 export type PhoneDefault = string;
 
 const REGION = /^[A-Z]{2}$/;
-const CALLING_CODE = /^[1-9]\d{0,2}$/;
-const CALLING_CODES = new Set(getCountries().map((c) => getCountryCallingCode(c)));
 
-/** Whether `value` is a region libphonenumber knows (`GB`) or a calling code of one (`44`). */
-export function isPhoneDefault(value: string): boolean {
-  return REGION.test(value) ? isSupportedCountry(value) : CALLING_CODE.test(value) && CALLING_CODES.has(value);
-}
+/** Whether `value` is a region libphonenumber knows, as its ISO 3166-1 alpha-2 code in capitals (`GB`). */
+export const isPhoneRegion = (value: string): boolean => REGION.test(value) && isSupportedCountry(value);
+
 
 /** What may be in a phone trait besides digits: `+`, spaces and punctuation people write numbers with. */
 const PHONE_CHARS = /^\+?[\d\s\-.()/]+$/;
 const EXTENSION = /\s*(?:ext\.?|x|#)\s*\d{1,6}$/i;
+
+/** The text of a value that may be a phone number (digits and the punctuation numbers are written with, no extension), else null. */
+function phoneText(raw: unknown): string | null {
+  if (typeof raw !== 'string') return null;
+  const text = raw.trim().replace(EXTENSION, '');
+  return text && text.length <= 40 && PHONE_CHARS.test(text) ? text : null;
+}
+
+/** Whether normalisePhone could make a number of `raw`, whatever its country: without one, a caller need not look its country up. */
+export const mayBePhone = (raw: string): boolean => phoneText(raw) !== null;
 
 /** Recent answers, so a trait repeated on every identify is parsed once (libphonenumber takes 10 to 20 µs a number). */
 const recent = new Map<string, string | null>();
@@ -92,9 +99,8 @@ const RECENT_MAX = 10_000;
  */
 export function normalisePhone(raw: unknown, defaultTo: PhoneDefault = DEFAULT_PHONE_COUNTRY_CODE): string | null {
   if (typeof raw === 'number') raw = Number.isSafeInteger(raw) && raw > 0 ? String(raw) : '';
-  if (typeof raw !== 'string') return null;
-  const text = raw.trim().replace(EXTENSION, '');
-  if (!text || text.length > 40 || !PHONE_CHARS.test(text)) return null;
+  const text = phoneText(raw);
+  if (text === null) return null;
   const key = `${defaultTo}\u0000${text}`;
   const known = recent.get(key);
   if (known !== undefined) return known;
@@ -138,8 +144,12 @@ export function personTraits(event: InboundEvent): Record<string, unknown> {
 }
 
 /** The identities of one event, normalised; see EventIdentity. */
-export function eventIdentity(event: InboundEvent, phoneDefault: PhoneDefault = DEFAULT_PHONE_COUNTRY_CODE): EventIdentity {
-  const traits = personTraits(event);
+export function eventIdentity(
+  event: InboundEvent,
+  phoneDefault: PhoneDefault = DEFAULT_PHONE_COUNTRY_CODE,
+  /** personTraits(event), when the caller has it already. */
+  traits: Record<string, unknown> = personTraits(event),
+): EventIdentity {
   const anonymousId = event.anonymousId;
   const userId = identifier(event.userId);
   const previous = event.type === 'alias' ? identifier(event.previousId) : null;

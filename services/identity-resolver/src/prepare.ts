@@ -52,8 +52,9 @@ export function storedEventName(event: RawEventEnvelope['event']): string {
 /** `rules`: the event's organisation's identity rules (how it reads a phone, what it blocks). */
 export function prepareEvent(envelope: RawEventEnvelope, rules: CompiledIdentityRules): PreparedEvent {
   const event = envelope.event;
-  const { identity, blocked } = withoutBlocked(eventIdentity(event, rules.phoneDefault), rules.blocked);
-  const writtenPhone = personTraits(event).phone;
+  const traits = personTraits(event);
+  const { identity, blocked } = withoutBlocked(eventIdentity(event, rules.phoneDefault, traits), rules.blocked);
+  const writtenPhone = traits.phone;
   const timestamp = isoTime(event.timestamp, 'timestamp');
   const context = { ...storedContext(event.context), ip_address: envelope.clientIp };
   return {

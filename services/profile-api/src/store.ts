@@ -1,4 +1,4 @@
-import { DEFAULT_PHONE_COUNTRY_CODE, adminMergeProfiles, eventIdFor, phoneDefaultOf, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
+import { DEFAULT_PHONE_COUNTRY_CODE, adminMergeProfiles, eventIdFor, mayBePhone, phoneDefaultOf, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
 import type { ClickIdView, FingerprintView, IdentitySignalView, MergeJournalEntry, ProfileDetail, ProfileListItem, ProfileSortField, StoredEventView, Touch as ContractTouch } from '@svc/contracts';
 import { isClickExhaustedSql } from '@svc/conversions';
 import type { Db } from '@svc/runtime';
@@ -430,7 +430,8 @@ export class ProfileStore {
           hits.push(`select c.profile_id as id from identity.canonical_ids c where c.org_id = ? and c.canonical_id ilike ? escape '\\'`);
           params.push(orgId, pattern(q.value));
         } else {
-          const phone = normalisePhone(q.value, await phoneDefaultOf(this.db, orgId, this.defaultPhoneCountryCode));
+          // The organisation's rules are read only for what may be a phone (most searches are ids and emails).
+          const phone = mayBePhone(q.value) ? normalisePhone(q.value, await phoneDefaultOf(this.db, orgId, this.defaultPhoneCountryCode)) : null;
           const pairs: Array<[string, string]> = [
             ['user_id', q.value],
             ['anonymous_id', q.value],
