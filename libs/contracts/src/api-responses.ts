@@ -288,8 +288,11 @@ export const MergeJournalEntrySchema = closed(
     message_id: nullable(Type.String()),
     /** What an admin gave as the reason. */
     note: nullable(Type.String()),
+    /** When it was undone (by the unmerge `undone_by`, which asked for it or re-resolved its profiles apart), else null. */
+    undone_at: nullable(Timestamp),
+    undone_by: nullable(Uuid),
   },
-  'One merge into the profile or into a profile merged into it',
+  'One merge into the profile or into a profile merged into it (or, once undone, out of it)',
 );
 export type MergeJournalEntry = Static<typeof MergeJournalEntrySchema>;
 
@@ -341,6 +344,33 @@ export const ErasureFoundSchema = closed({ success: Type.Literal(true), erasure:
 export const ErasureConflictSchema = closed(
   { success: Type.Literal(false), error: Type.String(), erasure_id: Uuid },
   'An erasure of this profile exists already',
+);
+
+export const UNMERGE_STATUSES = ['pending', 'done', 'failed'] as const;
+
+/** An unmerge request (POST /v1-profiles/:id/unmerge, additive within v1). */
+export const UnmergeViewSchema = closed({
+  id: Uuid,
+  /** The journal entry undone. */
+  merge_id: Type.String({ pattern: '^[0-9]+$' }),
+  /** pending → done, or failed with failure_reason. */
+  status: Type.Union(UNMERGE_STATUSES.map((s) => Type.Literal(s))),
+  failure_reason: nullable(Type.String()),
+  /** `admin-key:<key id>` or `svcctl:<operator>`. */
+  actor: Type.String(),
+  requested_at: Timestamp,
+  completed_at: nullable(Timestamp),
+  /** Once done: the live profiles the merge's source and target are now, in that order. */
+  profile_ids: nullable(Type.Array(Uuid, { minItems: 2, maxItems: 2 })),
+});
+export type UnmergeView = Static<typeof UnmergeViewSchema>;
+
+export const UnmergeFoundSchema = closed({ success: Type.Literal(true), unmerge: UnmergeViewSchema }, 'The unmerge request');
+
+/** 409: the merge was undone by another unmerge; `undone_by` names it. */
+export const MergeUndoneSchema = closed(
+  { success: Type.Literal(false), error: Type.String(), undone_by: Uuid },
+  'The merge was undone already, by another unmerge',
 );
 
 // ---------------------------------------------------------------- operational

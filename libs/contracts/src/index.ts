@@ -80,6 +80,11 @@ export {
   ProfilesMergedSchema,
   QuotaPausedSchema,
   ReadinessSchema,
+  MergeUndoneSchema,
+  UNMERGE_STATUSES,
+  UnmergeFoundSchema,
+  UnmergeViewSchema,
+  type UnmergeView,
   type ClickIdView,
   type ConsentRecordView,
   type CurrentConsent,
@@ -96,7 +101,7 @@ export {
 export { SegmentBatchBodySchema, SegmentSingleEventSchema } from './segment';
 // Every named schema is public: the OpenAPI document (libs/openapi) names its components after them.
 export { BatchBodySchema } from './events';
-export { ConsentDecisionEventSchema, ConversionCandidateSchema, ErasureRequestSchema, ProfileChangeSchema, ProfileErasedSchema, ResolvedEventSchema } from './topics';
+export { ConsentDecisionEventSchema, ConversionCandidateSchema, ErasureRequestSchema, PROFILE_CHANGE_KINDS, ProfileChangeSchema, ProfileErasedSchema, ResolvedEventSchema, type ProfileChangeKind } from './topics';
 export { EngagementConditionSchema, EngagementDecaySchema, EngagementRuleSchema, EngagementRulesSchema } from './engagement-rules';
 export { ClickIdViewSchema, ConsentRecordViewSchema, ErasureViewSchema, CurrentConsentSchema, FingerprintViewSchema, IdentitySignalViewSchema, ProfileDetailSchema, ProfileListItemSchema, StoredEventViewSchema, TouchSchema } from './api-responses';
 export { SegmentMessageSchema } from './segment';

@@ -20,6 +20,12 @@ export const Limits = {
   profileEvents: { defaultLimit: 50, maxLimit: 200 },
   /** GET /v1-profiles/:id/merges (additive within v1). */
   profileMerges: { defaultLimit: 20, maxLimit: 100 },
+  /**
+   * POST /v1-profiles/:id/unmerge (additive): the most events a profile may
+   * hold to be unmerged. An unmerge resolves them all again in one
+   * transaction, which holds the profile's identities meanwhile.
+   */
+  unmergeMaxEvents: 100_000,
   search: { defaultLimit: 20, maxLimit: 50, maxQueryLength: 200 },
   /** Warn-only soft caps on properties and traits. */
   softCaps: { maxKeys: 300, maxValueBytes: 32 * 1024, maxDepth: 8 },

@@ -1,3 +1,7 @@
+import { Limits } from './limits';
+
+const BODY_NOT_OBJECT = 'Invalid request: the body must be a JSON object';
+
 /**
  * Every exact string of the interface spec, in one place. Code and tests import
  * these; nothing else spells them out. Changing one is a breaking API change.
@@ -50,7 +54,7 @@ export const Messages = {
   /** Additive, Segment-compatible single-event routes (`/v1/track`, ...): a body that is not one JSON object. */
   singleEventRequired: 'Invalid request: the body must be one event object',
   /** Additive, erasure routes: the body is not one JSON object. */
-  erasureBodyNotObject: 'Invalid request: the body must be a JSON object',
+  erasureBodyNotObject: BODY_NOT_OBJECT,
   /** Additive, POST /v1-profiles/erase: none, or more than one, of the identifiers. */
   erasureIdentifierRequired: 'Invalid request: give exactly one of user_id, anonymous_id, email, phone',
   /** Additive, POST /v1-profiles/erase: an identifier that is not a string of 1 to 200 characters, or not an email / phone. */
@@ -62,6 +66,22 @@ export const Messages = {
   erasureAlreadyRequested: 'Erasure already requested for this profile',
   /** Additive, 404 of GET /v1-profiles/:id/erase. */
   erasureNotFound: 'Erasure request not found',
+  /** Additive, POST /v1-profiles/:id/unmerge: the body is not a JSON object. */
+  unmergeBodyNotObject: BODY_NOT_OBJECT,
+  /** Additive, POST /v1-profiles/:id/unmerge: `merge_id` missing. */
+  unmergeMergeIdRequired: 'Invalid request: merge_id is required',
+  /** Additive, POST /v1-profiles/:id/unmerge: `merge_id` not a journal entry's id (decimal digits). */
+  unmergeMergeIdInvalid: 'Invalid request: merge_id must be the id of a merge journal entry',
+  /** Additive, 404 of POST /v1-profiles/:id/unmerge: no such entry in the profile's merge journal. */
+  mergeNotFound: 'Merge not found',
+  /** Additive, 409: a different unmerge undid this merge already; the body names it (`undone_by`). */
+  mergeAlreadyUndone: 'Merge already undone',
+  /** Additive, 409: the profile holds more events than one unmerge resolves again. */
+  unmergeTooLarge: `Profile too large to unmerge: more than ${Limits.unmergeMaxEvents} events`,
+  /** Additive, 409: the profile has alias events stored before unmerges existed, whose previousId was not kept. */
+  unmergeNeedsReplay: 'Profile has alias events stored before unmerge existed: run svcctl replay first',
+  /** Additive, 404 of GET /v1-profiles/:id/unmerge. */
+  unmergeNotFound: 'Unmerge request not found',
   /** 403 for a valid key of the wrong type; names the type(s) the operation needs. */
   insufficientPermissions: (required: RequiredKeyType) =>
     `Insufficient permissions: this operation requires ${required === 'admin' ? 'an' : 'a'} ${required} key`,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { Topics, deadLetterTopicName } from './topics';
+import { PROFILE_CHANGE_KINDS, ProfileChangeSchema, Topics, deadLetterTopicName } from './topics';
 import { validatorFor, firstSchemaError } from './schema-validator';
 
 const orgId = '6f1c7c2e-8b9a-4d51-9d1e-2a3b4c5d6e7f';
@@ -11,6 +11,15 @@ describe('topic payload schemas', () => {
       expect(typeof validatorFor(topic.schema)).toBe('function');
       expect(topic.partitions).toBeGreaterThan(0);
     }
+  });
+
+  it('profiles.changes lists every change kind for consumers, unmerged with the profile it was split from', () => {
+    const change = ProfileChangeSchema.properties.change as { description: string; examples: string[] };
+    expect(change.examples).toEqual(['created', 'updated', 'merged', 'unmerged']);
+    for (const kind of PROFILE_CHANGE_KINDS) expect(change.description).toContain(kind);
+    const unmerged = { v: 1, orgId, profileId: orgId, change: 'unmerged', unmergedFrom: orgId, at: '2026-11-20T10:00:00.000Z' };
+    expect(validatorFor(ProfileChangeSchema)(unmerged)).toBe(true);
+    expect(firstSchemaError(ProfileChangeSchema, { ...unmerged, unmergedFrom: 'x' })).toMatch(/^\/unmergedFrom /);
   });
 
   it('accepts a well-formed raw envelope and names the failing field of a bad one', () => {

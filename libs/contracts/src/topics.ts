@@ -107,15 +107,32 @@ export const ResolvedEventSchema = Type.Object(
 );
 export type ResolvedEvent = Static<typeof ResolvedEventSchema>;
 
-/** profiles.changes: a profile was created, updated or merged away. */
+/** What happened to a profile, on profiles.changes. */
+export const PROFILE_CHANGE_KINDS = ['created', 'updated', 'merged', 'unmerged'] as const;
+export type ProfileChangeKind = (typeof PROFILE_CHANGE_KINDS)[number];
+
+/** profiles.changes: a profile was created, updated, merged away, or split off again by an unmerge. */
 export const ProfileChangeSchema = Type.Object(
   {
     v: Type.Literal(1),
     orgId: Uuid,
     profileId: Uuid,
-    change: Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('merged')]),
+    /**
+     * The kinds are listed, not enumerated: the schema registry we test with
+     * (Apicurio) refuses every later version of a schema holding an anyOf of
+     * constants, which the first version of this one did (its `change` was
+     * one), so this field was widened to carry the `unmerged` kind
+     * (schema-history.integration.test.ts). The producer's type still admits
+     * only these.
+     */
+    change: Type.Unsafe<ProfileChangeKind>({
+      description: `One of ${PROFILE_CHANGE_KINDS.join(', ')}; a consumer skips a kind it does not know (kinds are added within v1)`,
+      examples: [...PROFILE_CHANGE_KINDS],
+    }),
     /** For `merged`: the surviving profile the source was merged into. */
     mergedInto: Type.Optional(Uuid),
+    /** For `unmerged`: the profile it had been merged into, which it is apart from again. */
+    unmergedFrom: Type.Optional(Uuid),
     at: Timestamp,
   },
   { $id: 'profiles.changes/v1', additionalProperties: false },

@@ -89,3 +89,24 @@ export {
 } from './outbox-records';
 // The privacy schema's port: erasure, suppression, the audit trail, the raw log's keys (privacy/index.ts lists them).
 export * from './privacy';
+export {
+  KEPT_APART_SQL,
+  claimPendingUnmerge,
+  findUnmerge,
+  finishUnmerge,
+  journalOf,
+  keepApart,
+  lockMergedCluster,
+  readKeptApart,
+  redirect,
+  requestUnmerge,
+  settleJournal,
+  survivorsOf,
+  takeApart,
+  type KeptApartPair,
+  type KeptApartSide,
+  type MergedCluster,
+  type PendingUnmerge,
+  type StoredEventRow,
+  type UnmergeRequestResult,
+} from './unmerge';

@@ -28,6 +28,8 @@ export interface MergeInput {
   note?: string | null;
   /** Queue the `merged` change (default true); a replay restating a merge the live path published passes false. */
   publish?: boolean;
+  /** Write the journal entry (default true); an unmerge re-applying an admin merge its journal holds passes false. */
+  journal?: boolean;
 }
 
 interface LockedProfile {
@@ -133,7 +135,7 @@ export async function mergeLockedProfiles(trx: Db, input: MergeInput): Promise<v
        update identity.profiles set merged_into = :t, updated_at = now() where org_id = :org and (id = :s or merged_into = :s)
      ), audit as (
        insert into identity.merges (org_id, source_profile_id, target_profile_id, reason, signal_type, actor, message_id, note)
-       values (:org, :s, :t, :reason, :signalType, :actor, :messageId, :note)
+       select :org, :s, :t, :reason, :signalType, :actor, :messageId, :note where :journal
      ), outbox as (
        ${OUTBOX_INSERT.replace('?', ':outbox')}
      )
@@ -147,10 +149,22 @@ export async function mergeLockedProfiles(trx: Db, input: MergeInput): Promise<v
       actor: input.actor,
       messageId: input.messageId ?? null,
       note: input.note ?? null,
+      journal: input.journal !== false,
       outbox: outboxRecords(input.publish === false ? [] : [profileChange(orgId, s, 'merged', t)]),
     },
   )) as { rows: Array<{ fingerprints: number }> };
   if ((rows[0]?.fingerprints ?? 0) > 0) await updateStability(trx, orgId, [t]);
+}
+
+/** Drops the kept-apart pairs whose two identifiers the live profile `survivorId` now holds both of (an admin joined them). */
+async function liftKeptApart(trx: Db, orgId: string, survivorId: string): Promise<void> {
+  await trx.raw(
+    `delete from identity.kept_apart k
+     where k.org_id = :org
+       and exists (select 1 from identity.identity_signals s where s.org_id = k.org_id and s.profile_id = :p and s.signal_type = k.a_type and s.signal_value = k.a_value)
+       and exists (select 1 from identity.identity_signals s where s.org_id = k.org_id and s.profile_id = :p and s.signal_type = k.b_type and s.signal_value = k.b_value)`,
+    { org: orgId, p: survivorId },
+  );
 }
 
 /** stability_score = the share of the profile's fingerprinted events that carried the hash. */
@@ -179,7 +193,8 @@ export interface AdminMergeInput {
  * (ValidationError) and unknown or other-organisation ids (NotFoundError
  * `One or both profiles not found`), merges in its own transaction (retried
  * on conflicts) and queues `updated` for the target. The resolver's outbox
- * relay publishes the changes.
+ * relay publishes the changes. An admin merging two profiles an unmerge
+ * keeps apart has decided otherwise: the rule between them goes.
  */
 export async function adminMergeProfiles(db: Db, input: AdminMergeInput): Promise<{ sourceId: string; targetId: string }> {
   if (input.source === input.target) throw new ValidationError('source and target are the same profile');
@@ -190,6 +205,7 @@ export async function adminMergeProfiles(db: Db, input: AdminMergeInput): Promis
     if (!sourceId || !targetId) throw new NotFoundError('One or both profiles not found');
     if (sourceId === targetId) throw new ValidationError('source and target are the same profile');
     await mergeProfiles(trx, { orgId: input.orgId, sourceId, targetId, reason: 'admin', actor: input.actor, note: input.note ?? null });
+    await liftKeptApart(trx, input.orgId, targetId);
     await writeOutbox(trx, [profileChange(input.orgId, targetId, 'updated')]);
     return { sourceId, targetId };
   });

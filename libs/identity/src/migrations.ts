@@ -313,5 +313,43 @@ export const identityMigrations: MigrationSet = {
       );
       create index ingestion_warnings_org_idx on identity.ingestion_warnings (org_id, id);
     `),
+    sqlMigration('0013_unmerge', `
+      -- An alias's previousId, so that a profile's stored events resolve again as they did (an
+      -- unmerge): '' for an alias without one; null on an alias stored before this column.
+      alter table identity.events add column previous_id text;
+      -- A merge undone: by the unmerge that asked for it, or by one that re-resolved its profiles apart.
+      alter table identity.merges add column undone_at timestamptz, add column undone_by uuid;
+      -- A profile's journal lists the undone merges that had taken one of its rows away too.
+      create index merges_undone_source_idx on identity.merges (org_id, source_profile_id, id) where undone_at is not null;
+      -- Requests to undo a journal entry, carried out by the resolver (pending → done | failed); one per entry.
+      create table identity.unmerges (
+        id uuid primary key,
+        org_id uuid not null,
+        -- An erasure deletes the person's journal entries, and their unmerges with them.
+        merge_id bigint not null references identity.merges (id) on delete cascade,
+        actor text not null,
+        status text not null default 'pending' check (status in ('pending', 'done', 'failed')),
+        requested_at timestamptz not null default now(),
+        finished_at timestamptz,
+        -- done: the two profiles' ids; failed: why.
+        profile_ids uuid[],
+        reason text,
+        constraint unmerges_org_merge_key unique (org_id, merge_id)
+      );
+      create index unmerges_pending_idx on identity.unmerges (requested_at) where status = 'pending';
+      -- The identifiers an unmerge split (the signals that made each of the two profiles): no
+      -- profile holds both again, whatever order events arrive in (a replay too). An admin merge
+      -- of the profiles holding them lifts the rule; an erasure of either identifier deletes it.
+      create table identity.kept_apart (
+        org_id uuid not null,
+        a_type text not null,
+        a_value text not null,
+        b_type text not null,
+        b_value text not null,
+        unmerge_id uuid not null,
+        created_at timestamptz not null default now(),
+        primary key (org_id, a_type, a_value, b_type, b_value)
+      );
+    `),
   ],
 };

@@ -27,14 +27,14 @@ export interface OutboxMessage {
 
 export type OutputTopics = { [K in OutboxTopic]: TopicSpec };
 
-/** A profiles.changes message. */
-export function profileChange(orgId: string, profileId: string, change: ProfileChange['change'], mergedInto?: string): OutboxMessage {
+/** A profiles.changes message; `other`: for `merged` the survivor it went into, for `unmerged` the profile it was split from. */
+export function profileChange(orgId: string, profileId: string, change: ProfileChange['change'], other?: string): OutboxMessage {
   const payload: ProfileChange = {
     v: 1,
     orgId,
     profileId,
     change,
-    ...(mergedInto === undefined ? {} : { mergedInto }),
+    ...(other === undefined ? {} : change === 'unmerged' ? { unmergedFrom: other } : { mergedInto: other }),
     at: new Date().toISOString(),
   };
   return { topic: 'profilesChanges', key: profileId, payload, eventIds: null };

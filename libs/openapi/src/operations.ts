@@ -21,7 +21,10 @@ import {
   ProfileListSchema,
   ProfileSearchSchema,
   ProfilesMergedSchema,
+  ErrorEnvelopeSchema,
+  MergeUndoneSchema,
   ReadinessSchema,
+  UnmergeFoundSchema,
   SegmentBatchBodySchema,
   SegmentSingleEventSchema,
 } from '@svc/contracts';
@@ -434,6 +437,80 @@ profiles.push(
         example('done', 'Carried out', { ...erasureExample, erasure: { ...erasureExample.erasure, status: 'done', completed_at: at, profiles_erased: 2 } }),
       ]),
       ...withoutBadRequest(erasureErrors([['erasure', 'Unknown or other-organisation erasure request', Messages.erasureNotFound]], [])),
+    },
+  },
+);
+
+const unmergeExample = {
+  success: true,
+  unmerge: {
+    id: '3c9d2e1f-4a5b-4c6d-8e7f-9a0b1c2d3e4f',
+    merge_id: '1042',
+    status: 'pending',
+    failure_reason: null,
+    actor: 'admin-key:5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b',
+    requested_at: at,
+    completed_at: null,
+    profile_ids: null,
+  },
+};
+const UNMERGE_BODY_ERRORS: Array<[string, string, string]> = [
+  ['content_type', 'Content-Type is not application/json', Messages.contentTypeNotJson],
+  ['invalid_json', 'Unparsable body', Messages.invalidJson],
+  ['empty', 'No body', Messages.emptyBody],
+  ['not_object', 'The body is not a JSON object', Messages.unmergeBodyNotObject],
+  ['merge_id', 'merge_id missing', Messages.unmergeMergeIdRequired],
+  ['merge_id_invalid', 'merge_id is not a journal entry’s id', Messages.unmergeMergeIdInvalid],
+];
+
+profiles.push(
+  {
+    method: 'post',
+    path: '/v1-profiles/{id}/unmerge',
+    operationId: 'unmergeProfile',
+    summary: 'Undo a merge of the profile’s journal',
+    description:
+      'Additive within v1. `merge_id` names an entry of `GET /v1-profiles/{id}/merges`. Records the request and answers 202 with status `pending`; the identity resolver then resolves the merged profile’s stored events again, in the order they arrived, with a rule that keeps the identifiers that made the two profiles apart: both come back as the events make them had the merge never happened (events, identities, click IDs, sessions, fingerprints, first and last touch by event time, engagement, traits), under their own ids. Later merges that depended on it are undone with it; admin merges are applied again. The rule stays: an identify, shared identifier or alias never joins the two again (a refused merge is an ingestion warning), also in a replay; an admin merge of the two lifts it. `profiles.changes` carries `unmerged` for the profile that came back (`unmergedFrom` names the other) and `updated` for the other. Nothing is counted as usage, and conversions already sent stay sent. Idempotent: the same entry again answers the same request (202 while pending, 200 once settled). Poll `GET /v1-profiles/{id}/unmerge` with the request’s id. A profile made and merged within one batch of the resolver was never stored apart, so it has no journal entry to undo. Rate limit: the merge bucket.',
+    tag: 'Profiles',
+    security: 'admin',
+    parameters: [profileId],
+    requestBody: {
+      schema: Type.Object({ merge_id: Type.String({ pattern: '^[1-9][0-9]*$' }) }, { additionalProperties: true }),
+      contentTypes: ['application/json'],
+      examples: [example('entry', 'The journal entry to undo', { merge_id: '1042' })],
+    },
+    responses: {
+      200: ok('Asked before, and settled (done or failed): the same request', UnmergeFoundSchema, [
+        example('done', 'Done', { ...unmergeExample, unmerge: { ...unmergeExample.unmerge, status: 'done', completed_at: at, profile_ids: ['8d0f3a4c-5b6e-8f70-8a1b-2c3d4e5f6a7b', '1a2b3c4d-5e6f-8a7b-8c9d-0e1f2a3b4c5d'] } }),
+      ]),
+      202: ok('Recorded (or asked before and still pending); carried out asynchronously', UnmergeFoundSchema, [example('pending', 'Recorded', unmergeExample)]),
+      ...readErrors([NO_PROFILE, ['merge', 'No such entry in the profile’s journal', Messages.mergeNotFound], UNMATCHED], []),
+      400: badRequest('Invalid body', UNMERGE_BODY_ERRORS),
+      403: forbidden('admin'),
+      409: {
+        description: 'The merge cannot be undone: another unmerge undid it already (`undone_by` names it), the profile holds more events than one unmerge resolves again, or it holds alias events stored before unmerges existed (replay first)',
+        schemas: [MergeUndoneSchema, ErrorEnvelopeSchema],
+        examples: [
+          example('undone', 'Undone by another unmerge', { success: false, error: Messages.mergeAlreadyUndone, undone_by: unmergeExample.unmerge.id }),
+          example('too_large', `More than ${Limits.unmergeMaxEvents} events`, { success: false, error: Messages.unmergeTooLarge }),
+          example('needs_replay', 'Alias events without their previousId', { success: false, error: Messages.unmergeNeedsReplay }),
+        ],
+      },
+      429: rateLimited(Limits.rate.profilesMergePerOrgIp),
+    },
+  },
+  {
+    method: 'get',
+    path: '/v1-profiles/{id}/unmerge',
+    operationId: 'getUnmerge',
+    summary: 'An unmerge request and its status (pending, done, failed)',
+    tag: 'Profiles',
+    security: 'admin',
+    parameters: [{ name: 'id', in: 'path', required: true, description: 'The unmerge’s id, as answered', schema: Type.String({ minLength: 1 }) }],
+    responses: {
+      200: ok('The request; `done` with the two profiles’ ids once carried out', UnmergeFoundSchema, [example('pending', 'Pending', unmergeExample)]),
+      ...withoutBadRequest(readErrors([['unmerge', 'Unknown or other-organisation unmerge request', Messages.unmergeNotFound]], [])),
+      403: forbidden('admin'),
     },
   },
 );

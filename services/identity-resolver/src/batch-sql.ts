@@ -1,5 +1,5 @@
 import { AccountsStore, preparedRaw, type Db } from '@svc/runtime';
-import { ConcurrentWriteError, HOLD_OFF_REPLAY, OUTBOX_INSERT, mergeLockedProfiles, outboxRecords, type OutboxMessage, type SignalType } from '@svc/identity';
+import { ConcurrentWriteError, HOLD_OFF_REPLAY, KEPT_APART_SQL, OUTBOX_INSERT, mergeLockedProfiles, outboxRecords, type OutboxMessage, type SignalType } from '@svc/identity';
 import { lookupSignals, signalOfOrg, survivorsToLoad, type BatchPlan, type BatchState, type Contacts, type Effects, type ProfileRow } from './plan';
 import type { PreparedEvent } from './prepare';
 import type { SignalCounts } from './resolve';
@@ -41,7 +41,8 @@ export async function readBatchState(trx: Db, events: readonly PreparedEvent[]):
        (select coalesce(json_agg(signals), '[]') from signals) as signals,
        (select coalesce(json_agg(profiles), '[]') from profiles) as profiles,
        (select coalesce(json_agg(json_build_object('org_id', r.org_id, 'rules', r.rules)), '[]')
-        from identity.engagement_rules r where r.org_id = any(:ruleOrgs::uuid[])) as rules`,
+        from identity.engagement_rules r where r.org_id = any(:ruleOrgs::uuid[])) as rules,
+       (${KEPT_APART_SQL(':ruleOrgs::uuid[]')}) as kept_apart`,
     {
       sigOrgs: wanted.map((w) => w.orgId),
       sigTypes: wanted.map((w) => w.type),
@@ -49,9 +50,9 @@ export async function readBatchState(trx: Db, events: readonly PreparedEvent[]):
       eventIds: events.map((e) => e.eventId),
       ruleOrgs: [...new Set(events.map((e) => e.orgId))],
     },
-  )) as { rows: Array<{ stored: string[]; signals: BatchState['signals']; profiles: ProfileRow[]; rules: BatchState['rules'] }> };
+  )) as { rows: Array<{ stored: string[]; signals: BatchState['signals']; profiles: ProfileRow[]; rules: BatchState['rules']; kept_apart: BatchState['keptApart'] }> };
   const row = rows[0]!;
-  return { stored: new Set(row.stored), signals: row.signals, profiles: row.profiles, rules: row.rules };
+  return { stored: new Set(row.stored), signals: row.signals, profiles: row.profiles, rules: row.rules, keptApart: row.kept_apart };
 }
 
 /**
@@ -75,6 +76,12 @@ export async function loadSurvivors(trx: Db, read: readonly ProfileRow[]): Promi
   return profiles;
 }
 
+/** The organisations' stored engagement rules (the batch reads them within readBatchState). */
+export async function readEngagementRules(trx: Db, orgIds: readonly string[]): Promise<BatchState['rules']> {
+  const { rows } = (await preparedRaw(trx, 'select org_id, rules from identity.engagement_rules where org_id = any(?::uuid[])', [[...orgIds]])) as { rows: BatchState['rules'] };
+  return rows;
+}
+
 /** How many signals of each type each of the profiles holds (for the identity rules' limits). */
 export async function readSignalCounts(trx: Db, profileIds: readonly string[]): Promise<SignalCounts> {
   const counts = new Map<string, Partial<Record<SignalType, number>>>();
@@ -90,14 +97,20 @@ export async function readSignalCounts(trx: Db, profileIds: readonly string[]): 
   return counts;
 }
 
-/** The batch's new profiles and their `created` changes: first, as merges and events point at them. */
-export async function insertProfiles(trx: Db, plan: Pick<BatchPlan, 'created' | 'createdChanges'>): Promise<void> {
+/**
+ * The batch's new profiles and their `created` changes: first, as merges and
+ * events point at them. `reuse`: a profile row that exists already (one an
+ * unmerge emptied to resolve its events again) is the one made, with the
+ * new first and last seen.
+ */
+export async function insertProfiles(trx: Db, plan: Pick<BatchPlan, 'created' | 'createdChanges'>, reuse = false): Promise<void> {
   if (plan.created.length === 0) return;
   await preparedRaw(trx, 
     `with profiles as (
        insert into identity.profiles (id, org_id, canonical_id, first_seen_at, last_seen_at)
        select id, org_id, canonical_id, first_seen_at, last_seen_at
        from jsonb_to_recordset(:profiles::jsonb) as r (id uuid, org_id uuid, canonical_id text, first_seen_at timestamptz, last_seen_at timestamptz)
+       ${reuse ? 'on conflict (id) do update set first_seen_at = excluded.first_seen_at, last_seen_at = excluded.last_seen_at' : ''}
      ), outbox as (
        ${OUTBOX_INSERT.replace('?', ':outbox')}
      )
@@ -128,12 +141,12 @@ export async function writeEffects(trx: Db, effects: Effects, madeSignals: Reado
   const { rows: result } = (await preparedRaw(trx, 
     `with events as (
        insert into identity.events (id, org_id, message_id, profile_id, event_name, event_timestamp, received_at,
-                                    properties, context, traits, anonymous_id, user_id, resolution_method)
+                                    properties, context, traits, anonymous_id, user_id, previous_id, resolution_method)
        select id, org_id, message_id, profile_id, event_name, event_timestamp, received_at,
-              coalesce(properties, '{}'), coalesce(context, '{}'), traits, anonymous_id, user_id, resolution_method
+              coalesce(properties, '{}'), coalesce(context, '{}'), traits, anonymous_id, user_id, previous_id, resolution_method
        from jsonb_to_recordset(:events::jsonb) as r (id uuid, org_id uuid, message_id text, profile_id uuid, event_name text,
          event_timestamp timestamptz, received_at timestamptz, properties jsonb, context jsonb, traits jsonb,
-         anonymous_id text, user_id text, resolution_method text)
+         anonymous_id text, user_id text, previous_id text, resolution_method text)
        on conflict (id) do nothing
        returning 1
      ), signals as (

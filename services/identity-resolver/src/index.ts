@@ -11,3 +11,4 @@ export { StallWatch, UnprovenFailureError, createResolverHandler, type ResolverD
 export { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
 export { replayProjections, type ReplayOptions, type ReplayReport } from './replay';
 export { buildResolver, resolverService } from './service';
+export { carryOutUnmerge, startUnmerging, envelopeOf, type UnmergeOutcome } from './unmerge';

@@ -17,6 +17,11 @@ export function resolverMetrics({ registry }: Metrics) {
       help: 'Erasure requests carried out, by outcome: done, failed',
       labelNames: ['outcome'] as const,
     }),
+    unmerges: defineCounter(registry, {
+      name: 'resolver_unmerges_total',
+      help: 'Unmerge requests carried out, by outcome: done, failed',
+      labelNames: ['outcome'] as const,
+    }),
     merges: defineCounter(registry, {
       name: 'resolver_merges_total',
       help: 'Profiles merged into another, by reason',

@@ -15,6 +15,8 @@ import {
   type EngagementState,
   type CompiledIdentityRules,
   type IngestionWarning,
+  type KeptApartPair,
+  type StoredEventRow,
   type OutboxMessage,
   type Signal,
   type SignalType,
@@ -84,6 +86,8 @@ export interface BatchState {
   /** The signals' profiles, row-locked. */
   profiles: ProfileRow[];
   rules: Array<{ org_id: string; rules: unknown }>;
+  /** The batch's organisations' kept-apart identifiers (unmerges), with who holds them. */
+  keptApart: KeptApartPair[];
 }
 
 /** The key of `BatchPlan.madeSignals`. */
@@ -112,6 +116,7 @@ export function buildGraphs(
   profiles: Iterable<ProfileRow>,
   rulesOf: (orgId: string) => CompiledIdentityRules,
   counts: SignalCounts,
+  keptApart: readonly KeptApartPair[] = [],
 ): Map<string, IdentityGraph> {
   // Only the signals of fresh events (the state also holds those of events stored already).
   const freshSignals = new Set(fresh.flatMap((e) => lookupSignals(e).map((s) => orgKey(e.orgId, signalKey(s.type, s.value)))));
@@ -129,8 +134,12 @@ export function buildGraphs(
   for (const p of profiles) {
     nodeMaps.get(p.org_id)?.set(p.id, { id: p.id, canonicalId: p.canonical_id, userId: p.user_id, isNew: false, mergedInto: p.merged_into });
   }
+  const apart = new Map<string, KeptApartPair[]>();
+  for (const pair of keptApart) apart.set(pair.orgId, [...(apart.get(pair.orgId) ?? []), pair]);
   const graphs = new Map<string, IdentityGraph>();
-  for (const [orgId, signalMap] of signalMaps) graphs.set(orgId, new IdentityGraph(orgId, signalMap, nodeMaps.get(orgId)!, rulesOf(orgId), counts));
+  for (const [orgId, signalMap] of signalMaps) {
+    graphs.set(orgId, new IdentityGraph(orgId, signalMap, nodeMaps.get(orgId)!, rulesOf(orgId), counts, apart.get(orgId)));
+  }
   return graphs;
 }
 
@@ -155,19 +164,11 @@ export interface ProfileDelta {
   halfLifeDays: number | null;
 }
 
-export interface EventRow {
+/** An identity.events row: what an unmerge reads back (StoredEventRow), and where it is. */
+export interface EventRow extends StoredEventRow {
   id: string;
   org_id: string;
-  message_id: string;
   profile_id: string;
-  event_name: string;
-  event_timestamp: string;
-  received_at: string;
-  properties: Record<string, unknown>;
-  context: Record<string, unknown>;
-  traits: Record<string, unknown> | null;
-  anonymous_id: string | null;
-  user_id: string | null;
   resolution_method: Resolution['method'];
 }
 
@@ -354,6 +355,7 @@ function eventRow(e: PreparedEvent, profileId: string, r: Resolution): EventRow 
     traits: e.traits,
     anonymous_id: e.identity.anonymousId,
     user_id: e.identity.userId,
+    previous_id: e.previousId,
     resolution_method: r.method,
   };
 }

@@ -27,6 +27,12 @@ export interface PreparedEvent {
   context: Record<string, unknown>;
   /** The traits as sent (stored with the event; an identify's are merged into the profile's), else null. */
   traits: Record<string, unknown> | null;
+  /**
+   * An alias's previousId as sent, '' for an alias without one, null for
+   * other types: stored, so that the event resolves again as it did
+   * (unmerge.ts); null on an alias means it was stored before the column.
+   */
+  previousId: string | null;
   touch: Touch | null;
   clickIds: ClickIdSighting[];
   sessionId: string | null;
@@ -73,6 +79,7 @@ export function prepareEvent(envelope: RawEventEnvelope, rules: CompiledIdentity
     properties: event.properties ?? {},
     context,
     traits: event.traits ?? null,
+    previousId: event.type === 'alias' ? (event.previousId ?? '') : null,
     touch: touchOf(context, timestamp),
     clickIds: clickIdsOf(context),
     sessionId: sessionIdOf(context),

@@ -92,7 +92,7 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
 
   const profiles = await sql.loadSurvivors(trx, state.profiles);
   const counts = limitsApply(fresh, identityRules.rules) ? await sql.readSignalCounts(trx, [...profiles.keys()]) : new Map();
-  const graphs = buildGraphs(fresh, state.signals, profiles.values(), identityRules.rules, counts);
+  const graphs = buildGraphs(fresh, state.signals, profiles.values(), identityRules.rules, counts, state.keptApart);
   const engagement = compileStoredEngagementRules([...graphs.keys()], state.rules.filter((r) => graphs.has(r.org_id)));
   outcome.invalidEngagementRules = engagement.invalid;
   const plan = planBatch(fresh, graphs, engagement.rules);

@@ -26,10 +26,14 @@ import { processBatch, type BatchOptions, type BatchOutcome } from './process-ba
  * Outbox rows the live path committed but had not relayed yet are carried
  * over into the new outbox, so the relay still sends them.
  *
- * Not in the log, so carried over from the old tables: identity rules
- * (first: they decide how the log's identifiers are read), the ingestion
+ * Not in the log, so carried over from the old tables: identity rules and
+ * the profiles unmerges keep apart (first: they decide how the log's
+ * identifiers are read and joined), the ingestion
  * warnings of the events the live path stored, engagement rules and
- * admin merges (re-applied at the end, in their order). Exhausted clicks are
+ * admin merges not undone (re-applied at the end, in their order). The
+ * journal starts again from what the log merges: an undone merge is not
+ * made again, so it is not in it, and unmerge requests stay in the old
+ * schema. Exhausted clicks are
  * the forwarder's, in its own schema, which a replay does not touch.
  */
 
@@ -73,8 +77,12 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
     await trx.raw('create schema identity');
     for (const m of [...identityMigrations.migrations].sort((a, b) => a.name.localeCompare(b.name))) await m.up(trx);
     await carryMigrationLog(trx, previousSchema);
-    // Before the log: they decide how its events' identifiers are read.
+    // Before the log: they decide how its events' identifiers are read, and which profiles stay apart (unmerges).
     await trx.raw('insert into identity.identity_rules (org_id, rules, updated_at) select org_id, rules, updated_at from ??.identity_rules', [previousSchema]);
+    await trx.raw(
+      'insert into identity.kept_apart (org_id, a_type, a_value, b_type, b_value, unmerge_id, created_at) select org_id, a_type, a_value, b_type, b_value, unmerge_id, created_at from ??.kept_apart',
+      [previousSchema],
+    );
     // The warnings so far, in their order: the restated events' are not recorded again.
     await trx.raw(
       'insert into identity.ingestion_warnings (org_id, kind, message_id, detail, at) select org_id, kind, message_id, detail, at from ??.ingestion_warnings order by id',
@@ -207,7 +215,7 @@ async function carryMigrationLog(trx: Db, previousSchema: string): Promise<void>
 async function reapplyAdminMerges(trx: Db, previousSchema: string, logger: Logger): Promise<number> {
   const { rows } = await trx.raw<{
     rows: Array<{ org_id: string; source_profile_id: string; target_profile_id: string; actor: string; note: string | null }>;
-  }>(`select org_id, source_profile_id, target_profile_id, actor, note from ??.merges where reason = 'admin' order by id`, [previousSchema]);
+  }>(`select org_id, source_profile_id, target_profile_id, actor, note from ??.merges where reason = 'admin' and undone_by is null order by id`, [previousSchema]);
   let applied = 0;
   for (const m of rows) {
     const sourceId = await resolveProfileId(trx, m.org_id, m.source_profile_id);

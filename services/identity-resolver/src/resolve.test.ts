@@ -199,3 +199,70 @@ describe('identity rules', () => {
     expect(g.warnings.map((w) => w.kind)).toEqual(['merge_refused']);
   });
 });
+
+describe('identifiers an unmerge keeps apart', () => {
+  const idOf = (name: string) => `00000000-0000-8000-8000-${name.padStart(12, '0')}`;
+  const apart = (a: [SignalType, string, string | null], b: [SignalType, string, string | null]) => ({
+    orgId: ORG,
+    a: { type: a[0], value: a[1], owner: a[2] && idOf(a[2]) },
+    b: { type: b[0], value: b[1], owner: b[2] && idOf(b[2]) },
+  });
+  /** S holds the phone's anonymous id, U is ann's; the two are kept apart. */
+  function graph() {
+    const profiles = new Map<string, ProfileNode>([
+      [idOf('S'), { id: idOf('S'), canonicalId: 'prf_S', userId: null, isNew: false, mergedInto: null }],
+      [idOf('U'), { id: idOf('U'), canonicalId: 'prf_U', userId: 'ann', isNew: false, mergedInto: null }],
+    ]);
+    const signals = new Map([
+      [signalKey('anonymous_id', 'phone'), idOf('S')],
+      [signalKey('user_id', 'ann'), idOf('U')],
+    ]);
+    return new IdentityGraph(ORG, signals, profiles, DEFAULT_IDENTITY_RULES, new Map(), [apart(['anonymous_id', 'phone', 'S'], ['user_id', 'ann', 'U'])]);
+  }
+
+  it('refuses the merge that would join their holders, and says so', () => {
+    const g = graph();
+    expect(g.resolveEvent(id('phone', { userId: 'ann' }), 'm1')).toEqual({ profileId: idOf('U'), method: 'user_id' });
+    expect(g.merges).toEqual([]);
+    expect(g.warnings).toEqual([{ messageId: 'm1', kind: 'merge_refused', detail: `identify of ${idOf('S')} into ${idOf('U')}: an unmerge keeps them apart` }]);
+  });
+
+  it('refuses a merge through another identifier of the holders, which the batch did not carry', () => {
+    // The event names neither kept identifier: their holders are known from the pair all the same.
+    const signals = new Map([
+      [signalKey('email', 'ann@example.com'), idOf('U')],
+      [signalKey('anonymous_id', 'tablet'), idOf('S')],
+    ]);
+    const profiles = new Map<string, ProfileNode>([
+      [idOf('S'), { id: idOf('S'), canonicalId: 'prf_S', userId: null, isNew: false, mergedInto: null }],
+      [idOf('U'), { id: idOf('U'), canonicalId: 'prf_U', userId: 'ann', isNew: false, mergedInto: null }],
+    ]);
+    const g = new IdentityGraph(ORG, signals, profiles, DEFAULT_IDENTITY_RULES, new Map(), [apart(['anonymous_id', 'phone', 'S'], ['user_id', 'ann', 'U'])]);
+    expect(g.resolveEvent(id('tablet', { email: 'ann@example.com' }), 'm1').profileId).toBe(idOf('U'));
+    expect(g.merges).toEqual([]);
+  });
+
+  it('does not make the kept-apart anonymous profile the user: the user gets a profile of their own', () => {
+    const signals = new Map([[signalKey('anonymous_id', 'phone'), idOf('S')]]);
+    const profiles = new Map<string, ProfileNode>([[idOf('S'), { id: idOf('S'), canonicalId: 'prf_S', userId: null, isNew: false, mergedInto: null }]]);
+    const g = new IdentityGraph(ORG, signals, profiles, DEFAULT_IDENTITY_RULES, new Map(), [apart(['anonymous_id', 'phone', 'S'], ['user_id', 'ann', null])]);
+    const made = g.resolveEvent(id('phone', { userId: 'ann' }), 'm1');
+    expect(made).toEqual({ profileId: profileIdsFor(ORG, 'user_id', 'ann').id, method: 'new_profile' });
+    expect(g.owner('user_id', 'ann')).toBe(made.profileId);
+    expect(g.owner('anonymous_id', 'phone')).toBe(idOf('S'));
+    expect(g.merges).toEqual([]);
+    // Another user is no concern of the pair's: the phone's profile becomes that user.
+    expect(g.resolveEvent(id('phone', { userId: 'bob' }), 'm2')).toEqual({ profileId: idOf('S'), method: 'anonymous_id' });
+  });
+
+  it('does not attach an identifier to the profile holding its partner', () => {
+    const signals = new Map([[signalKey('user_id', 'ann'), idOf('U')]]);
+    const profiles = new Map<string, ProfileNode>([[idOf('U'), { id: idOf('U'), canonicalId: 'prf_U', userId: 'ann', isNew: false, mergedInto: null }]]);
+    const g = new IdentityGraph(ORG, signals, profiles, DEFAULT_IDENTITY_RULES, new Map(), [apart(['anonymous_id', 'phone', null], ['user_id', 'ann', 'U'])]);
+    expect(g.resolveEvent(id('phone', { userId: 'ann' }), 'm1')).toEqual({ profileId: idOf('U'), method: 'user_id' });
+    expect(g.owner('anonymous_id', 'phone')).toBeUndefined();
+    expect(g.warnings).toEqual([expect.objectContaining({ kind: 'merge_refused', detail: expect.stringContaining('anonymous_id not added') })]);
+    // The next event of the phone alone makes the phone's own profile.
+    expect(g.resolveEvent(id('phone'), 'm2')).toEqual({ profileId: profileIdsFor(ORG, 'anonymous_id', 'phone').id, method: 'new_profile' });
+  });
+});

@@ -1,4 +1,4 @@
-import { DEFAULT_IDENTITY_RULES, profileIdsFor, signalKey, type CompiledIdentityRules, type EventIdentity, type MergeReason, type SignalType, type WarningKind } from '@svc/identity';
+import { DEFAULT_IDENTITY_RULES, profileIdsFor, signalKey, type CompiledIdentityRules, type EventIdentity, type KeptApartPair, type MergeReason, type SignalType, type WarningKind } from '@svc/identity';
 
 /**
  * Identity resolution rules, on an in-memory view of one organisation's
@@ -25,7 +25,9 @@ import { DEFAULT_IDENTITY_RULES, profileIdsFor, signalKey, type CompiledIdentity
  * (`limits`): a signal that would go over is not attached, and a merge that
  * would take the survivor over is refused; the event is stored all the same,
  * and each is a warning (`warnings`). Blocked values never reach the graph
- * (prepare.ts leaves them out of the event's identity).
+ * (prepare.ts leaves them out of the event's identity). Profiles an unmerge
+ * split are kept apart the same way: a merge that would join them again is
+ * refused.
  */
 
 /** Which signal found the event's profile, or that a new one was made (stored as events.resolution_method). */
@@ -84,7 +86,21 @@ export class IdentityGraph {
     private readonly rules: Pick<CompiledIdentityRules, 'limits' | 'priority'> = DEFAULT_IDENTITY_RULES,
     /** The loaded profiles' stored signal counts; needed only when the rules set limits. */
     private readonly storedCounts: SignalCounts = new Map(),
-  ) {}
+    /** Identifiers an unmerge split: no profile comes to hold both, by a merge or by attaching one. */
+    keptApart: readonly KeptApartPair[] = [],
+  ) {
+    for (const { a, b } of keptApart) {
+      const [ka, kb] = [signalKey(a.type, a.value), signalKey(b.type, b.value)];
+      // Their holders are known, so that a merge joining them is seen whatever else the batch carries.
+      if (a.owner !== null && !this.signals.has(ka)) this.signals.set(ka, a.owner);
+      if (b.owner !== null && !this.signals.has(kb)) this.signals.set(kb, b.owner);
+      this.apart.set(ka, [...(this.apart.get(ka) ?? []), kb]);
+      this.apart.set(kb, [...(this.apart.get(kb) ?? []), ka]);
+    }
+  }
+
+  /** signalKey → the signalKeys no profile may hold together with it (kept-apart pairs). */
+  private readonly apart = new Map<string, string[]>();
 
   /** The surviving profile a (possibly merged-away) profile id stands for. */
   find(id: string): string {
@@ -136,6 +152,10 @@ export class IdentityGraph {
   private attach(type: SignalType, value: string, profileId: string, messageId: string): void {
     const key = signalKey(type, value);
     if (this.signals.has(key)) return;
+    if (this.keptApartFrom(this.find(profileId), key)) {
+      this.warnings.push({ messageId, kind: 'merge_refused', detail: `${type} not added to ${this.find(profileId)}: an unmerge keeps it apart from an identifier the profile holds` });
+      return;
+    }
     const limit = this.rules.limits[type];
     if (limit !== undefined) {
       const counts = this.countsOf(this.find(profileId));
@@ -157,6 +177,10 @@ export class IdentityGraph {
     const source = this.profile(sourceId);
     const target = this.profile(targetId);
     if (source.id === target.id) return;
+    if (this.apart.size > 0 && this.splitByUnmerge(source.id, target.id)) {
+      this.warnings.push({ messageId, kind: 'merge_refused', detail: `${reason} of ${source.id} into ${target.id}: an unmerge keeps them apart` });
+      return;
+    }
     const limits = Object.entries(this.rules.limits) as Array<[SignalType, number]>;
     if (limits.length > 0) {
       const [from, into] = [this.countsOf(source.id), this.countsOf(target.id)];
@@ -172,6 +196,26 @@ export class IdentityGraph {
     this.merges.push({ sourceId: source.id, targetId: target.id, reason, signalType, messageId });
   }
 
+  /** Whether the surviving profile holds an identifier kept apart from the one `key` names. */
+  private keptApartFrom(profileId: string, key: string): boolean {
+    const partners = this.apart.get(key);
+    if (partners === undefined) return false;
+    return partners.some((partner) => {
+      const holder = this.signals.get(partner);
+      return holder !== undefined && this.find(holder) === profileId;
+    });
+  }
+
+  /** Whether one of the two surviving profiles holds an identifier kept apart from one the other holds. */
+  private splitByUnmerge(x: string, y: string): boolean {
+    for (const [key, partners] of this.apart) {
+      const holder = this.signals.get(key);
+      if (holder === undefined || this.find(holder) !== x) continue;
+      if (partners.some((p) => this.signals.get(p) !== undefined && this.find(this.signals.get(p)!) === y)) return true;
+    }
+    return false;
+  }
+
   /** Resolves one event, updating the graph. Events must come in partition order. */
   resolveEvent(identity: EventIdentity, messageId: string): Resolution {
     const { anonymousId, userId, previousId } = identity;
@@ -182,7 +226,7 @@ export class IdentityGraph {
 
     if (userId !== null) {
       const known = this.owner('user_id', userId);
-      const anonymous = others.find(([, , owner]) => owner !== undefined && !this.identified(owner));
+      const anonymous = others.find(([, , owner]) => owner !== undefined && !this.identified(owner) && !this.keptApartFrom(owner, signalKey('user_id', userId)));
       if (known !== undefined) {
         target = known;
         method = 'user_id';

@@ -7,6 +7,7 @@ import { resolverConfigSpec } from './config';
 import { resolverMetrics } from './metrics';
 import { startRehashing } from './rehash';
 import { consumersForPool, startResolver } from './start';
+import { startUnmerging } from './unmerge';
 
 /**
  * The resolver's part of a process: its consumer-group members and the
@@ -24,13 +25,14 @@ export async function buildResolver(
     logger.warn({ consumers, RESOLVER_CONSUMERS: config.RESOLVER_CONSUMERS, poolMax }, 'resolver: the connection pool is too small for RESOLVER_CONSUMERS; running fewer consumers');
   }
   const topics = prefixedTopics(config.TOPIC_PREFIX);
+  const ownMetrics = resolverMetrics(metrics);
   const resolver = await startResolver({
     db,
     bus,
     topics,
     erasureRequests: topics.erasureRequests,
     logger,
-    metrics: resolverMetrics(metrics),
+    metrics: ownMetrics,
     masterKeys,
     hashes,
     groupId: config.RESOLVER_GROUP_ID,
@@ -48,6 +50,15 @@ export async function buildResolver(
   // Stored identifier hashes brought under the newest key (a rotation, or rows from before keyed hashes).
   const rehash = startRehashing({ db, hashes, logger });
   lifecycle.registerFirst('identifier-rehash', () => rehash.stop());
+  // Unmerges the Profiles API recorded; their profiles.changes go out with the relay.
+  const unmerges = startUnmerging({
+    db,
+    logger,
+    metrics: ownMetrics,
+    options: { defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE) },
+    onDone: () => resolver.relay.wake(),
+  });
+  lifecycle.registerFirst('unmerges', () => unmerges.stop());
   return { readiness: { resolving: resolver.stalls.readinessCheck } };
 }
 

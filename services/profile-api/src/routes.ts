@@ -30,7 +30,7 @@ export interface ProfileRoutesDeps extends AdmissionDeps {
 const BODY_LIMIT = Limits.smallBodyBytes;
 const HINT = BodyLimitHints.generic;
 
-/** Rate-limit buckets: every GET route shares one; merge has its own. */
+/** Rate-limit buckets: every GET route shares one; merge and unmerge share their own. */
 export const RateBuckets = {
   read: { endpoint: 'profiles', limit: Limits.rate.profilesReadPerOrgIp },
   merge: { endpoint: 'profiles-merge', limit: Limits.rate.profilesMergePerOrgIp },
@@ -47,6 +47,8 @@ export const RateBuckets = {
  *   GET  /:id/identities    identities
  *   GET  /:id/merges        the merge journal (additive within v1)
  *   POST /merge             admin merge (admin key)
+ *   POST /:id/unmerge       undo a merge of :id's journal (admin key; additive): 202, the resolver carries it out
+ *   GET  /:id/unmerge       that request (:id = the unmerge's id): pending → done | failed
  *   POST /:id/erase, POST /erase, GET /:id/erase   erasure (admin key; erasure-routes.ts)
  *   anything else           404 `Not found`
  *
@@ -109,6 +111,35 @@ export function mountProfiles(router: Router, deps: ProfileRoutesDeps): void {
         merged_at: merged.mergedAt,
       },
     });
+  });
+
+  r.post('/:id/unmerge', async (req, res) => {
+    const { key } = await admit(req, deps, KeyRequirements.admin, RateBuckets.merge);
+    const mergeId = checkUnmergeBody(await readJsonBody(req, { limitBytes: BODY_LIMIT, hint: HINT }));
+    const actor = `admin-key:${key.keyId}`;
+    const result = await deps.store.unmerge({ orgId: key.orgId, profileRef: idOf(req), mergeId, actor });
+    switch (result.outcome) {
+      case 'profile_not_found':
+        throw new HttpError(404, Messages.profileNotFound);
+      case 'merge_not_found':
+        throw new HttpError(404, Messages.mergeNotFound);
+      case 'undone':
+        throw new HttpError(409, Messages.mergeAlreadyUndone, { body: { undone_by: result.undoneBy } });
+      case 'too_large':
+        throw new HttpError(409, Messages.unmergeTooLarge);
+      case 'needs_replay':
+        throw new HttpError(409, Messages.unmergeNeedsReplay);
+    }
+    if (result.outcome === 'recorded') deps.logger.info({ orgId: key.orgId, actor, unmergeId: result.unmerge.id, mergeId }, 'unmerge requested');
+    // The same request again answers the same unmerge: 202 while it is pending, 200 once it is settled.
+    sendJson(res, result.unmerge.status === 'pending' ? 202 : 200, { success: true, unmerge: result.unmerge });
+  });
+
+  r.get('/:id/unmerge', async (req, res) => {
+    const { key } = await admit(req, deps, KeyRequirements.admin, RateBuckets.read);
+    const unmerge = await deps.store.findUnmerge(key.orgId, idOf(req));
+    if (!unmerge) throw new HttpError(404, Messages.unmergeNotFound);
+    sendJson(res, 200, { success: true, unmerge });
   });
 
   // `merge`, `search` and `erase` are not profile ids: any other method on them is an unmatched route.
@@ -182,6 +213,16 @@ export interface MergeBody {
   source: string;
   target: string;
   reason: string | null;
+}
+
+/** The journal entry a POST /v1-profiles/:id/unmerge body names: `merge_id`, as the journal gives it (a string of digits; a whole number will do). */
+export function checkUnmergeBody(body: unknown): string {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, Messages.unmergeBodyNotObject);
+  const id = (body as Record<string, unknown>).merge_id;
+  if (id === undefined || id === null) throw new HttpError(400, Messages.unmergeMergeIdRequired);
+  const text = typeof id === 'number' && Number.isSafeInteger(id) && id > 0 ? String(id) : id;
+  if (typeof text !== 'string' || !/^[1-9][0-9]{0,17}$/.test(text)) throw new HttpError(400, Messages.unmergeMergeIdInvalid);
+  return text;
 }
 
 /** Validates a POST /v1-profiles/merge body, naming the first problem. */

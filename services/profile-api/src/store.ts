@@ -1,5 +1,5 @@
-import { DEFAULT_PHONE_COUNTRY_CODE, adminMergeProfiles, eventIdFor, mayBePhone, phoneDefaultOf, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
-import type { ClickIdView, FingerprintView, IdentitySignalView, MergeJournalEntry, ProfileDetail, ProfileListItem, ProfileSortField, StoredEventView, Touch as ContractTouch } from '@svc/contracts';
+import { DEFAULT_PHONE_COUNTRY_CODE, adminMergeProfiles, eventIdFor, findUnmerge, requestUnmerge, type UnmergeRequestResult, mayBePhone, phoneDefaultOf, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
+import type { ClickIdView, FingerprintView, IdentitySignalView, MergeJournalEntry, ProfileDetail, ProfileListItem, ProfileSortField, StoredEventView, Touch as ContractTouch, UnmergeView } from '@svc/contracts';
 import { isClickExhaustedSql } from '@svc/conversions';
 import type { Db } from '@svc/runtime';
 import type { EventCursor } from './cursor';
@@ -293,16 +293,24 @@ export class ProfileStore {
     const survivor = await this.resolve(orgId, ref);
     if (survivor === undefined) return undefined;
     const { rows } = await this.db.raw<{ rows: Array<Omit<MergeJournalEntry, 'event_id'>> }>(
-      `select m.id::text as id, ${isoSql('m.merged_at')} as merged_at, m.reason, m.signal_type, m.source_profile_id,
-              s.canonical_id as source_canonical_id, m.target_profile_id, m.actor, m.message_id, m.note
-       from identity.merges m
+      `with rows as materialized (
+         select :survivor::uuid as id union all select p.id from identity.profiles p where p.org_id = :org and p.merged_into = :survivor
+       ), entries as (
+         -- Merges into the profile, and once undone, those that had taken one of its rows away.
+         (select * from identity.merges m where m.org_id = :org and m.target_profile_id in (select id from rows)
+            and (:before::bigint is null or m.id < :before::bigint) order by m.id desc limit :limit)
+         union
+         (select * from identity.merges m where m.org_id = :org and m.undone_at is not null and m.source_profile_id in (select id from rows)
+            and (:before::bigint is null or m.id < :before::bigint) order by m.id desc limit :limit)
+       )
+       select m.id::text as id, ${isoSql('m.merged_at')} as merged_at, m.reason, m.signal_type, m.source_profile_id,
+              s.canonical_id as source_canonical_id, m.target_profile_id, m.actor, m.message_id, m.note,
+              ${isoSql('m.undone_at')} as undone_at, m.undone_by
+       from entries m
        join identity.profiles s on s.id = m.source_profile_id
-       where m.org_id = ?
-         and m.target_profile_id in (select ?::uuid union all select p.id from identity.profiles p where p.org_id = ? and p.merged_into = ?)
-         and (?::bigint is null or m.id < ?::bigint)
        order by m.id desc
-       limit ?`,
-      [orgId, survivor, orgId, survivor, page.before ?? null, page.before ?? null, page.limit + 1],
+       limit :limit`,
+      { survivor, org: orgId, before: page.before ?? null, limit: page.limit + 1 },
     );
     const entries = rows.slice(0, page.limit).map(({ message_id, note, ...r }) => ({ ...r, event_id: message_id === null ? null : eventIdFor(orgId, message_id), message_id, note }));
     return { profileId: survivor, entries, next: rows.length > page.limit ? entries[entries.length - 1]!.id : undefined };
@@ -470,6 +478,17 @@ export class ProfileStore {
    * unknown or other-organisation profile, ValidationError for a profile into
    * itself.
    */
+  /** Records the undoing of a journal entry of the profile `profileRef` names (libs/identity requestUnmerge); the resolver carries it out. */
+  async unmerge(input: { orgId: string; profileRef: string; mergeId: string; actor: string }): Promise<UnmergeRequestResult> {
+    if (!canNameAProfile(input.profileRef)) return { outcome: 'profile_not_found' };
+    return requestUnmerge(this.db, input);
+  }
+
+  /** The unmerge request with this id, of the organisation. */
+  async findUnmerge(orgId: string, id: string): Promise<UnmergeView | undefined> {
+    return findUnmerge(this.db, orgId, { id });
+  }
+
   async merge(input: { orgId: string; source: string; target: string; actor: string; note: string | null }): Promise<MergeResult> {
     const { sourceId, targetId } = await adminMergeProfiles(this.db, input);
     const { rows } = await this.db.raw<{ rows: Array<{ merged_at: Date }> }>(

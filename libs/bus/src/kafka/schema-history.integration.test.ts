@@ -23,6 +23,8 @@ const HISTORY: Array<[keyof ReturnType<typeof prefixedTopics>, string[], number]
   // inside the tombstone's identifiers, as its comparison of their anyOf of type literals fails even when
   // they are unchanged. Keyed identifier hashes went on the tombstone as 64 hex digits for that reason.
   ['profilesErased', ['profiles.erased.1.json'], 1],
+  // The `unmerged` change (and its unmergedFrom) came in a second version: an added case of the anyOf.
+  ['profilesChanges', ['profiles.changes.1.json'], 2],
 ];
 
 describeWithKafka('topic schemas over their earlier versions in the schema registry', () => {

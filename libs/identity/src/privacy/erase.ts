@@ -13,7 +13,8 @@ import { deleteSubjectKeys } from './subject-keys';
  * Carrying an erasure out, in the caller's transaction (the identity
  * resolver's, the one writer of `identity`): the person's profile and every
  * profile merged into it, their identity signals, stored events, sessions,
- * click IDs, fingerprints, merge records and pending outbox rows are
+ * click IDs, fingerprints, merge records (and their unmerges), the
+ * kept-apart rules naming their identifiers, and pending outbox rows are
  * deleted, from the live projections and from any `identity_before_replay_*`
  * schema a replay kept; the data keys of their anonymous ids are deleted, so
  * their events in the raw log no longer open; every identifier they had is
@@ -199,6 +200,13 @@ async function eraseFromSchema(
     ['fingerprints', 'fingerprints', byProfile('fingerprints', 'fingerprints')],
     ['merges', 'merges', `merges as (delete from ${s('merges')} where org_id = :org and (source_profile_id = any(:ids::uuid[]) or target_profile_id = any(:ids::uuid[])) returning 1)`],
     ['canonical_ids', 'canonical_ids', byProfile('canonical_ids', 'canonical_ids')],
+    [
+      'kept_apart',
+      'kept_apart',
+      `kept_apart as (delete from ${s('kept_apart')} k where k.org_id = :org
+        and ((k.a_type, k.a_value) in (select * from unnest(:types::text[], :values::text[])) or (k.b_type, k.b_value) in (select * from unnest(:types::text[], :values::text[])))
+        returning 1)`,
+    ],
   ];
   const used = parts.filter(([, table]) => has.has(table));
   // An events.resolved row names a transaction's events, maybe also others': it keeps those.
@@ -211,7 +219,7 @@ async function eraseFromSchema(
   const { rows: deleted } = (await trx.raw(
     `with ${used.map(([, , cte]) => cte).join(', ')}${namedEvents}
      select ${used.map(([name]) => `(select count(*) from ${name})::int as ${name}`).join(', ')}`,
-    { org: orgId, ids, keys: ids },
+    { org: orgId, ids, keys: ids, types: signals.map((x) => x.signal_type), values: signals.map((x) => x.signal_value) },
   )) as { rows: Array<Record<string, number>> };
   // Merged-away rows point at their survivor: they go first.
   const removed = await trx.raw(`delete from ${s('profiles')} where org_id = ? and id = any(?::uuid[]) and merged_into is not null`, [orgId, ids]);

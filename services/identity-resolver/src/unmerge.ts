@@ -1,0 +1,233 @@
+import { STORED_EVENT_NAMES, type EventType, type RawEventEnvelope } from '@svc/contracts';
+import {
+  DEFAULT_PHONE_COUNTRY_CODE,
+  classifyFailure,
+  claimPendingUnmerge,
+  compileStoredEngagementRules,
+  finishUnmerge,
+  holdOffReplay,
+  inTransactionWithRetry,
+  journalOf,
+  keepApart,
+  lockMergedCluster,
+  mergeProfiles,
+  profileIdsFor,
+  readIdentityRules,
+  readKeptApart,
+  redirect,
+  resolveProfileId,
+  settleJournal,
+  survivorsOf,
+  takeApart,
+  type PendingUnmerge,
+  type Signal,
+  type StoredEventRow,
+} from '@svc/identity';
+import type { Db, Logger } from '@svc/runtime';
+import * as sql from './batch-sql';
+import type { ResolverMetrics } from './metrics';
+import { buildGraphs, distinctEvents, identityLockKeys, planBatch, profilesToRescore } from './plan';
+
+/**
+ * Carrying out an unmerge (libs/identity unmerge.ts records the request):
+ * the live profile the journal entry made is taken apart (its events read
+ * and deleted with everything derived from them, its profile rows emptied)
+ * and its events are resolved again, in the order they arrived, as one
+ * batch of the ordinary planning (plan.ts, resolve.ts), with a kept-apart
+ * rule between the entry's two profiles: the merge is refused, so both come
+ * back as the events make them had it never happened: events, identities,
+ * click IDs, sessions, fingerprints, first and last touch by event time,
+ * engagement, traits. Profile ids are derived from the identity that made
+ * them, so every profile comes back under its own id. Admin merges of the
+ * profile are decisions, not events: applied again afterwards, except one
+ * that would join the two sides. Nothing is counted as usage and nothing
+ * goes to events.resolved or conversions.candidates (conversions sent stay
+ * sent); profiles.changes says what became of each profile row.
+ */
+
+export interface UnmergeOptions {
+  /** PHONE_DEFAULT_COUNTRY_CODE, as the batch path's. */
+  defaultPhoneCountryCode?: string;
+}
+
+export type UnmergeOutcome = { status: 'done'; profileIds: [string, string] } | { status: 'failed'; reason: string };
+
+const TYPE_OF_STORED_NAME = new Map<string, EventType>(Object.entries(STORED_EVENT_NAMES).map(([type, name]) => [name, type as EventType]));
+
+/** A stored event as the raw envelope it was stored from, as far as resolving it needs. */
+export function envelopeOf(orgId: string, row: StoredEventRow): RawEventEnvelope {
+  const type = TYPE_OF_STORED_NAME.get(row.event_name) ?? 'track';
+  const clientIp = typeof row.context.ip_address === 'string' ? row.context.ip_address : '';
+  return {
+    v: 1,
+    orgId,
+    receivedAt: row.received_at,
+    requestId: '',
+    clientIp,
+    event: {
+      type,
+      messageId: row.message_id,
+      anonymousId: row.anonymous_id,
+      timestamp: row.event_timestamp,
+      ...(type === 'track' ? { event: row.event_name } : {}),
+      ...(row.user_id === null ? {} : { userId: row.user_id }),
+      ...(row.previous_id ? { previousId: row.previous_id } : {}),
+      properties: row.properties,
+      context: row.context,
+      ...(row.traits === null ? {} : { traits: row.traits }),
+    },
+  };
+}
+
+/** The unmerge cannot be carried out on this data (recorded as the request's failure). */
+class UnmergeDataError extends Error {}
+
+/** The identifier the profile was made from (its id is derived from it: profileIdsFor), among the signals given. */
+function seedOf(orgId: string, profileId: string, signals: readonly Signal[]): Signal | undefined {
+  return signals.find((s) => (s.type === 'user_id' || s.type === 'anonymous_id') && profileIdsFor(orgId, s.type, s.value).id === profileId);
+}
+
+/** Carries out one claimed request in the caller's transaction, and records its outcome there. */
+export async function carryOutUnmerge(trx: Db, request: PendingUnmerge, options: UnmergeOptions = {}): Promise<UnmergeOutcome> {
+  const { orgId } = request;
+  await holdOffReplay(trx);
+  const cluster = await lockMergedCluster(trx, orgId, request.mergeId);
+  if ('failure' in cluster) {
+    await finishUnmerge(trx, request.id, { failure: cluster.failure });
+    return { status: 'failed', reason: cluster.failure };
+  }
+  const entry = cluster.entry;
+  const journal = await journalOf(trx, orgId, cluster.members);
+  const stored = await takeApart(trx, orgId, cluster);
+  // The identifiers that made the two profiles: no profile may hold both again.
+  const [sourceSeed, targetSeed] = [seedOf(orgId, entry.source_profile_id, stored.signals), seedOf(orgId, entry.target_profile_id, stored.signals)];
+  if (!sourceSeed || !targetSeed) throw new UnmergeDataError('the merged profile no longer holds the identifier that made one of the two');
+
+  const identityRules = await readIdentityRules(trx, [orgId], options.defaultPhoneCountryCode ?? DEFAULT_PHONE_COUNTRY_CODE);
+  const { events } = distinctEvents(stored.events.map((row) => envelopeOf(orgId, row)), identityRules.rules);
+  await sql.lockIdentities(trx, identityLockKeys(events));
+  await keepApart(trx, orgId, sourceSeed, targetSeed, request.id);
+  const graphs = buildGraphs(events, [], [], identityRules.rules, new Map(), await readKeptApart(trx, orgId));
+  const engagement = compileStoredEngagementRules([orgId], await sql.readEngagementRules(trx, [orgId]));
+  const plan = planBatch(events, graphs, engagement.rules);
+  // Nothing was loaded: every profile is made by the batch, so every merge is one within it.
+  if (plan.merges.length > 0) throw new Error('unmerge: a merge of a stored profile planned');
+  await sql.insertProfiles(trx, { created: plan.created, createdChanges: [] }, true);
+  await sql.writeEffects(trx, plan.effects, plan.madeSignals);
+  await sql.rescoreAndReadContacts(trx, profilesToRescore(plan.effects.fingerprints), []);
+
+  // The profile rows the resolution did not make live again go where their identity went.
+  const graph = graphs.get(orgId);
+  const live = new Set(plan.created.map((p) => p.id));
+  const find = (id: string) => graph?.find(id) ?? id;
+  const fallback = live.has(find(entry.target_profile_id)) ? find(entry.target_profile_id) : plan.created[0]?.id;
+  const redirects = cluster.members.filter((id) => !live.has(id)).flatMap((id) => {
+    const to = live.has(find(id)) ? find(id) : fallback;
+    return to === undefined ? [] : [{ id, survivor: to }];
+  });
+  await redirect(trx, orgId, redirects);
+
+  // Admin merges again, in order; one that would join the two sides again is undone with the entry.
+  const undone = new Set<string>([entry.id]);
+  const sides = async () => [await resolveProfileId(trx, orgId, entry.source_profile_id), await resolveProfileId(trx, orgId, entry.target_profile_id)];
+  for (const admin of journal.filter((m) => m.reason === 'admin' && m.id !== entry.id)) {
+    const [s, t] = [await resolveProfileId(trx, orgId, admin.source_profile_id), await resolveProfileId(trx, orgId, admin.target_profile_id)];
+    if (!s || !t || s === t) continue;
+    const [a, b] = await sides();
+    if ((s === a && t === b) || (s === b && t === a)) {
+      undone.add(admin.id);
+      continue;
+    }
+    await mergeProfiles(trx, { orgId, sourceId: s, targetId: t, reason: 'admin', actor: admin.actor, note: admin.note, publish: false, journal: false });
+  }
+
+  // The journal: an entry the resolution did not make again (the same event merging the same profile into the
+  // same one) is undone; a merge it made that the journal lacks is recorded. (A profile made and merged away
+  // within the resolution never had a row: no entry.)
+  const rows = new Set([...cluster.members, ...live]);
+  const after = await survivorsOf(trx, orgId, [...rows]);
+  const liveOf = (id: string) => after.get(id) ?? after.get(find(id)) ?? id;
+  const key = (source: string, messageId: string | null, target: string) => `${source}\u0000${messageId ?? ''}\u0000${liveOf(target)}`;
+  const remade = new Set(graph?.merges.map((m) => key(m.sourceId, m.messageId, m.targetId)) ?? []);
+  for (const m of journal) if (m.reason !== 'admin' && !remade.has(key(m.source_profile_id, m.message_id, m.target_profile_id))) undone.add(m.id);
+  const journaled = new Set(journal.map((m) => key(m.source_profile_id, m.message_id, m.target_profile_id)));
+  const made = (graph?.merges ?? [])
+    .filter((m) => rows.has(m.sourceId) && !journaled.has(key(m.sourceId, m.messageId, m.targetId)))
+    .map((m) => ({ sourceId: m.sourceId, targetId: rows.has(m.targetId) ? m.targetId : find(m.targetId), reason: m.reason, signalType: m.signalType, messageId: m.messageId }));
+  await settleJournal(trx, { orgId, unmergeId: request.id, before: cluster, undone: [...undone], made, after });
+
+  const profileIds: [string, string] = [after.get(entry.source_profile_id) ?? entry.source_profile_id, after.get(entry.target_profile_id) ?? entry.target_profile_id];
+  await finishUnmerge(trx, request.id, { profileIds });
+  return { status: 'done', profileIds };
+}
+
+/** How often the resolver looks for unmerge requests (the Profiles API records them). */
+export const UNMERGE_POLL_INTERVAL_MS = 1_000;
+
+/**
+ * Carries out pending unmerge requests, oldest first, each in a transaction
+ * of its own (retried on conflicts): at start, then every `intervalMs`. A
+ * request that fails on its data is recorded as failed; the database
+ * unavailable leaves it pending for the next pass.
+ */
+export function startUnmerging(o: {
+  db: Db;
+  logger: Logger;
+  options?: UnmergeOptions;
+  metrics?: Pick<ResolverMetrics, 'unmerges'>;
+  intervalMs?: number;
+  onDone?: () => void;
+}): { stop(): Promise<void>; pass(): Promise<void> } {
+  let running: Promise<void> = Promise.resolve();
+  let stopped = false;
+  const one = async (): Promise<boolean> => {
+    let claimed: PendingUnmerge | undefined;
+    try {
+      const outcome = await inTransactionWithRetry(o.db, async (trx) => {
+        claimed = await claimPendingUnmerge(trx);
+        return claimed && (await carryOutUnmerge(trx, claimed, o.options));
+      });
+      if (!outcome || !claimed) return false;
+      o.metrics?.unmerges.inc({ outcome: outcome.status });
+      if (outcome.status === 'done') o.logger.info({ orgId: claimed.orgId, unmergeId: claimed.id, mergeId: claimed.mergeId, profileIds: outcome.profileIds }, 'merge undone');
+      else o.logger.warn({ orgId: claimed.orgId, unmergeId: claimed.id, mergeId: claimed.mergeId, reason: outcome.reason }, 'unmerge failed');
+      o.onDone?.();
+      return true;
+    } catch (err) {
+      if (!claimed || classifyFailure(err) !== 'data') throw err;
+      const request = claimed;
+      o.logger.error({ err, unmergeId: request.id }, 'unmerge failed on its data; recorded as failed');
+      const reason = `unmerge failed: ${(err as Error).message.split(' - ').pop() ?? 'unknown error'}`;
+      await inTransactionWithRetry(o.db, (trx) => finishUnmerge(trx, request.id, { failure: reason }));
+      o.metrics?.unmerges.inc({ outcome: 'failed' });
+      return true;
+    }
+  };
+  let busy = false;
+  // One pass at a time: a tick during a long unmerge finds the pass running and leaves it be.
+  const pass = () => {
+    if (busy) return running;
+    busy = true;
+    running = (async () => {
+      try {
+        while (!stopped && (await one()));
+      } catch (err) {
+        if (!stopped) o.logger.warn({ err }, 'unmerges: pass failed; next pass soon');
+      } finally {
+        busy = false;
+      }
+    })();
+    return running;
+  };
+  void pass();
+  const timer = setInterval(() => void pass(), o.intervalMs ?? UNMERGE_POLL_INTERVAL_MS);
+  timer.unref();
+  return {
+    pass,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
