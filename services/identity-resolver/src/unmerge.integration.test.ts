@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readToEnd, type IncomingMessage } from '@svc/bus';
 import type { RawLogMessage } from '@svc/contracts';
 import { describeWithPostgres } from '@svc/testkit';
-import { adminMergeProfiles, findUnmerge, keepApart, readWarnings, requestUnmerge, resolveProfileId, setEngagementRules } from '@svc/identity';
+import { adminMergeProfiles, eraseProfile, findUnmerge, inTransactionWithRetry, keepApart, readWarnings, requestErasure, requestUnmerge, resolveProfileId, setEngagementRules } from '@svc/identity';
 import type { Db } from '@svc/runtime';
 import { replayProjections } from './replay';
 import { Harness, minutesAgo } from './test-support/harness';
@@ -205,8 +205,19 @@ describeWithPostgres('unmerge', () => {
       ['alias', id],
       ['admin', null],
     ]);
-    // Undoing it again is the same request; a merge no longer in effect cannot be undone by another.
+    // Undoing it again is the same request.
     expect(await requestUnmerge(h.db, { orgId: o, profileRef: sId, mergeId: alias, actor: 'admin-key:k2' })).toMatchObject({ outcome: 'exists', unmerge: { id } });
+
+    // Erasing the person of the profile that came back takes the rule naming their identifier, and the
+    // journal entry with its unmerge.
+    expect(await h.count('select count(*) as n from identity.kept_apart where org_id = ?', [o])).toBe(1);
+    const erasure = await requestErasure(h.db, { orgId: o, target: { kind: 'profile', id: sId }, actor: 'test', hashes: h.hashes });
+    expect(erasure.outcome).toBe('recorded');
+    const erasureId = (erasure as { erasure: { id: string } }).erasure.id;
+    expect(await inTransactionWithRetry(h.db, (trx) => eraseProfile(trx, { orgId: o, erasureId, profileId: sId, hashes: h.hashes }))).toMatchObject({ status: 'done', counts: { kept_apart: 1 } });
+    expect(await h.count('select count(*) as n from identity.kept_apart where org_id = ?', [o])).toBe(0);
+    expect(await h.count('select count(*) as n from identity.unmerges where org_id = ?', [o])).toBe(0);
+    expect(await findUnmerge(h.db, o, { id })).toBeUndefined();
   });
 });
 
