@@ -126,8 +126,15 @@ app() {
   local ca
   ca="$(npm config get cafile 2>/dev/null || true)"
   [[ -n "$ca" && "$ca" != null && -f "$ca" ]] && secret=(--secret "id=npm_ca,src=$ca")
+  # The OCI labels: the product's version, this commit (with -dirty for uncommitted changes) and where it came from.
+  local version revision source
+  version="$(node -p "require('$ROOT/package.json').version")"
+  revision="$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)"
+  [[ "$revision" == unknown ]] || git -C "$ROOT" diff --quiet HEAD -- || revision+=-dirty
+  source="$(git -C "$ROOT" config --get remote.origin.url 2>/dev/null || echo unknown)"
   log "building $SVC_IMAGE from the root Dockerfile"
-  podman build --quiet --layers -t "$SVC_IMAGE" --build-arg BASE_IMAGE=localhost/svc-local/node:20 "${secret[@]}" "$ROOT" >/dev/null
+  podman build --quiet --layers -t "$SVC_IMAGE" --build-arg BASE_IMAGE=localhost/svc-local/node:20 \
+    --build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg SOURCE="$source" "${secret[@]}" "$ROOT" >/dev/null
 }
 
 mkdir -p "$CACHE"

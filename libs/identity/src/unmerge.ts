@@ -292,7 +292,8 @@ export async function survivorsOf(trx: Db, orgId: string, ids: readonly string[]
  * undone (by this unmerge), the merges it made that the journal lacked are
  * recorded, and each profile row's change goes on profiles.changes
  * (`unmerged` for a row live again, naming the profile it had been merged
- * into; `merged` for one merged away now; `updated` for one live before and
+ * into; `created` for a profile the resolution made that had no row;
+ * `merged` for one merged away now; `updated` for one live before and
  * after).
  */
 export async function settleJournal(
@@ -319,11 +320,12 @@ export async function settleJournal(
     );
   }
   const changes: OutboxMessage[] = [];
+  const existed = new Set(input.before.members);
   for (const [id, now] of input.after) {
     const liveBefore = id === input.before.survivor;
     const liveNow = now === id;
     if (liveBefore && liveNow) changes.push(profileChange(orgId, id, 'updated'));
-    else if (liveNow) changes.push(profileChange(orgId, id, 'unmerged', input.before.survivor));
+    else if (liveNow) changes.push(existed.has(id) ? profileChange(orgId, id, 'unmerged', input.before.survivor) : profileChange(orgId, id, 'created'));
     else if (liveBefore) changes.push(profileChange(orgId, id, 'merged', now));
   }
   await writeOutbox(trx, changes);

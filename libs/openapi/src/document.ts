@@ -66,7 +66,7 @@ export function buildOpenApiDocument(): Json {
       version: API_VERSION,
       description:
         'Generated from libs/contracts (libs/openapi). Routes, fields, statuses and exact messages follow the interface spec; the Segment-compatible routes and fields marked additive are additions within v1.',
-      license: { name: 'UNLICENSED', identifier: 'UNLICENSED' },
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: `https://{host}${BASE_PATH}`, description: 'The API’s base_url', variables: { host: { default: 'api.example.com' } } }],
     tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),

@@ -7,6 +7,7 @@
  * gateway scaled to three, and the stack stopped and removed.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import os from 'node:os';
@@ -189,6 +190,19 @@ describeWhenPresent('docker compose up, for real (podman)', missingPrograms(COMP
     expect((await compose(['exec', '-T', 'profile-api', 'id', '-u'])).trim()).toBe('10001');
     const write = await compose(['exec', '-T', 'profile-api', 'node', '-e', "try { require('fs').writeFileSync('/app/x', '') } catch (e) { console.log(e.code) }"]);
     expect(write.trim()).toBe('EROFS');
+  });
+
+  it('the image carries its licence, the product version and the commit it was built from', async () => {
+    const labels = JSON.parse(await runOk('podman', ['image', 'inspect', '--format', '{{json .Labels}}', SVC_IMAGE])) as Record<string, string>;
+    const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+    const revision = (await runOk('git', ['-C', ROOT, 'rev-parse', 'HEAD'])).trim();
+    expect(labels).toMatchObject({
+      'org.opencontainers.image.licenses': 'Apache-2.0',
+      'org.opencontainers.image.version': version,
+      'org.opencontainers.image.revision': expect.stringMatching(new RegExp(`^${revision}(-dirty)?$`)),
+      'org.opencontainers.image.source': expect.any(String),
+    });
+    expect(await compose(['exec', '-T', 'profile-api', 'head', '-c', '80', '/app/LICENSE'])).toContain('Apache License');
   });
 
   it('scales the gateway to three, and the edge spreads requests over every replica', async () => {

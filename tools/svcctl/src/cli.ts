@@ -25,6 +25,50 @@ const COMMANDS: Record<string, Command> = {
 /** Usage lines of every command, for `help` and for usage errors. */
 export const USAGE = Object.values(COMMANDS).map((c) => `svcctl ${c.usage}`);
 
+/** Asks for help rather than for the work: `--help` or `-h` anywhere among the words. */
+export const wantsHelp = (argv: readonly string[]): boolean => argv.includes('--help') || argv.includes('-h');
+
+const OUTPUT = `Every command prints one JSON object on stdout. A failure prints a JSON
+object with \`error\` on stderr and exits 1; wrong arguments exit 2.`;
+
+const ENVIRONMENT = `Environment: DATABASE_URL (else the embedded database in DATA_DIR, ./.data),
+KAFKA_BROKERS and SCHEMA_REGISTRY_URL for commands that use the log (else the
+Postgres-backed log), RAW_LOG_MASTER_KEY, IDENTIFIER_HASH_KEYS,
+CONNECTOR_SECRET_KEY; each secret may be given as <NAME>_FILE.`;
+
+/** `svcctl --help`: every command with what it does, for people. */
+export function overallHelp(version: string): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return `svcctl ${version}: the admin CLI of svc
+
+Usage: svcctl <command> [--flag <value>]...
+       svcctl <command> --help
+       svcctl --version
+
+Commands:
+${lines.join('\n')}
+
+${OUTPUT}
+
+${ENVIRONMENT}
+`;
+}
+
+/** `svcctl <command> --help`: its usage, what it does, and its flags. */
+export function commandHelp(name: string, command: Command): string {
+  const flags = [
+    ...(command.flags.required ?? []).map((f) => `  --${f}  (required)`),
+    ...(command.flags.optional ?? []).map((f) => `  --${f}`),
+  ];
+  return `Usage: svcctl ${command.usage}
+
+${command.summary}.
+${flags.length > 0 ? `\nFlags:\n${flags.join('\n')}\n` : ''}
+${OUTPUT}
+`;
+}
+
 /** Finds the command named by the leading words of `argv`, or throws a UsageError. */
 export function resolveCommand(argv: readonly string[]): { name: string; command: Command; rest: string[] } {
   for (const words of [2, 1]) {

@@ -37,6 +37,8 @@ export type Values = Record<string, string | undefined>;
 /** One `svcctl <words>` command. Its result is printed as snake_case JSON. */
 export interface Command {
   usage: string;
+  /** What it does, in a line: for `--help`. */
+  summary: string;
   /** Flags the command accepts (all take a value). */
   flags: { required?: readonly string[]; optional?: readonly string[] };
   run(values: Values, ctx: CliContext): Promise<object>;

@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { busConfigSpec, createBus, prefixedTopics, type Bus } from '@svc/bus';
 import { IdentifierHashKeysError, checkedIdentifierHashes, identifierHashConfigSpec, identityConfigSpec, masterKeyRing, rawLogKeyConfigSpec } from '@svc/identity';
 import {
@@ -17,7 +19,7 @@ import {
 } from '@svc/runtime';
 import { connectorKeyConfigSpec, resolveSecretKey } from '@svc/conversion-forwarder';
 import { allMigrations } from '@svc/standalone';
-import { USAGE, UsageError, parseFlags, resolveCommand, snakeCaseKeys } from './cli';
+import { USAGE, UsageError, commandHelp, overallHelp, parseFlags, resolveCommand, snakeCaseKeys, wantsHelp } from './cli';
 import { InvalidInputError } from './command';
 
 /**
@@ -40,10 +42,29 @@ const configSpec = {
   LOG_LEVEL: { ...httpServiceConfigSpec.LOG_LEVEL, default: 'error' as const },
 };
 
+/** The product's version, which the CLI's own manifest carries (tools/svcctl/package.json, beside dist/). */
+const VERSION = (JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+
 async function main(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv[0] === 'help' || argv[0] === '--help') {
+  // No words at all: a usage error, as JSON (scripts read it).
+  if (argv.length === 0) {
     process.stdout.write(`${JSON.stringify({ usage: USAGE })}\n`);
-    return argv.length === 0 ? 2 : 0;
+    return 2;
+  }
+  if (argv[0] === '--version' || argv[0] === '-V') {
+    process.stdout.write(`svcctl ${VERSION}\n`);
+    return 0;
+  }
+  if (argv[0] === '--help' || argv[0] === '-h' || (argv[0] === 'help' && argv.length === 1)) {
+    process.stdout.write(overallHelp(VERSION));
+    return 0;
+  }
+  // `svcctl help <command>` and `svcctl <command> --help`.
+  const asked = argv[0] === 'help' ? argv.slice(1) : wantsHelp(argv) ? argv.filter((w) => w !== '--help' && w !== '-h') : undefined;
+  if (asked) {
+    const { name, command } = resolveCommand(asked);
+    process.stdout.write(commandHelp(name, command));
+    return 0;
   }
   const { command, rest } = resolveCommand(argv);
   const values = parseFlags(command, rest);

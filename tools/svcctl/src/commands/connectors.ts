@@ -6,6 +6,7 @@ import { integer, oneOf, type CliContext, type Command } from '../command';
 export const connectorCommands: Record<string, Command> = {
   'connector add': {
     usage: `connector add --org <id> --platform <${PLATFORMS.join('|')}> --config '<json>' [--events <name,...>]`,
+    summary: 'Add a conversion connector (Google Ads or Meta) to an organisation',
     flags: { required: ['org', 'platform', 'config'], optional: ['events'] },
     async run(v, ctx) {
       const connector = await connectors(ctx, await ctx.connectorSecretKey()).add({
@@ -19,21 +20,25 @@ export const connectorCommands: Record<string, Command> = {
   },
   'connector list': {
     usage: 'connector list --org <id>',
+    summary: `List an organisation's conversion connectors (secrets left out)`,
     flags: { required: ['org'] },
     run: async (v, ctx) => ({ connectors: await connectors(ctx).list(v.org!) }),
   },
   'connector disable': {
     usage: 'connector disable --id <connector id>',
+    summary: 'Stop forwarding conversions through a connector',
     flags: { required: ['id'] },
     run: async (v, ctx) => ({ connector: await connectors(ctx).setState(v.id!, 'disabled') }),
   },
   'connector enable': {
     usage: 'connector enable --id <connector id>',
+    summary: 'Forward conversions through a connector again',
     flags: { required: ['id'] },
     run: async (v, ctx) => ({ connector: await connectors(ctx).setState(v.id!, 'active') }),
   },
   'conversions list': {
     usage: `conversions list --org <id> [--status <${QUEUE_STATUSES.join('|')}>] [--limit <n>]`,
+    summary: `List an organisation's queued, sent or dead conversions`,
     flags: { required: ['org'], optional: ['status', 'limit'] },
     run: async (v, ctx) => ({
       conversions: await new ConversionQueue(ctx.db).list(v.org!, {

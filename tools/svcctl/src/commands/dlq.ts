@@ -14,6 +14,7 @@ import { Verbatim, integer, type CliContext, type Command, type Values } from '.
 export const dlqCommands: Record<string, Command> = {
   'dlq list': {
     usage: 'dlq list --topic <topic> [--since <ISO time>] [--limit <n>]',
+    summary: 'List the events a dead-letter topic holds, with why each was parked',
     flags: { required: ['topic'], optional: ['since', 'limit'] },
     async run(v, ctx) {
       const { bus, dlq, since } = await open(v, ctx);
@@ -24,6 +25,7 @@ export const dlqCommands: Record<string, Command> = {
   },
   'dlq redrive': {
     usage: 'dlq redrive --topic <topic> [--since <ISO time>]',
+    summary: `Put a dead-letter topic's events back on their topic`,
     flags: { required: ['topic'], optional: ['since'] },
     async run(v, ctx) {
       const { bus, source, dlq, since } = await open(v, ctx);

@@ -40,6 +40,7 @@ function identifierOf(v: Values, allowNone: boolean): { type: ErasableIdentifier
 export const erasureCommands: Record<string, Command> = {
   erase: {
     usage: 'erase --org <id> (--profile <id|canonical_id> | --user-id <id> | --anonymous-id <id> | --email <email> | --phone <phone>) [--reason <text>] [--actor <name>]',
+    summary: 'Erase a person from every store (by profile or identifier); prints the request',
     flags: { required: ['org'], optional: ['profile', ...IDENTIFIER_FLAGS, 'reason', 'actor'] },
     async run(v, ctx) {
       const identifier = identifierOf(v, true);
@@ -64,6 +65,7 @@ export const erasureCommands: Record<string, Command> = {
   },
   'erase status': {
     usage: 'erase status --org <id> --id <erasure id>',
+    summary: 'Show an erasure request and where it stands',
     flags: { required: ['org', 'id'] },
     async run(v, ctx) {
       const erasure = await getErasure(ctx.db, v.org!, v.id!);
@@ -73,11 +75,13 @@ export const erasureCommands: Record<string, Command> = {
   },
   'erase list': {
     usage: 'erase list --org <id> [--limit <n>]',
+    summary: `List an organisation's erasure requests, newest first`,
     flags: { required: ['org'], optional: ['limit'] },
     run: async (v, ctx) => ({ erasures: await listErasures(ctx.db, v.org!, v.limit === undefined ? 100 : integer('limit', v.limit, 1)) }),
   },
   unsuppress: {
     usage: 'unsuppress --org <id> (--user-id <id> | --anonymous-id <id> | --email <email> | --phone <phone> | --erasure <erasure id>) [--reason <text>] [--actor <name>]',
+    summary: `Let an erased person's identifier be stored again`,
     flags: { required: ['org'], optional: [...IDENTIFIER_FLAGS, 'erasure', 'reason', 'actor'] },
     async run(v, ctx) {
       const identifier = identifierOf(v, true);
@@ -105,6 +109,7 @@ export const erasureCommands: Record<string, Command> = {
   },
   'erasure audit': {
     usage: 'erasure audit --org <id> [--after <entry id>] [--limit <n>]',
+    summary: 'Read the erasure audit log, oldest first',
     flags: { required: ['org'], optional: ['after', 'limit'] },
     async run(v, ctx: CliContext) {
       const entries = await readAudit(ctx.db, v.org!, {

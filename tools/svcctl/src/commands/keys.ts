@@ -10,6 +10,7 @@ import type { Command } from '../command';
 export const keyCommands: Record<string, Command> = {
   'keys status': {
     usage: 'keys status',
+    summary: `Show the raw log's data keys: how many under each master key`,
     flags: {},
     async run(_v, ctx) {
       const ring = await ctx.rawLogMasterKeys();
@@ -22,6 +23,7 @@ export const keyCommands: Record<string, Command> = {
   },
   'keys rewrap': {
     usage: 'keys rewrap',
+    summary: 'Re-wrap every data key under the newest master key (RAW_LOG_MASTER_KEY)',
     flags: {},
     async run(_v, ctx) {
       const ring = await ctx.rawLogMasterKeys();
@@ -38,6 +40,7 @@ export const keyCommands: Record<string, Command> = {
    */
   'hashes status': {
     usage: 'hashes status',
+    summary: 'Show how many stored identifier hashes are under each key of IDENTIFIER_HASH_KEYS',
     flags: {},
     async run(_v, ctx) {
       const hashes = await ctx.identifierHashes();
@@ -46,6 +49,7 @@ export const keyCommands: Record<string, Command> = {
   },
   'hashes rewrap': {
     usage: 'hashes rewrap',
+    summary: 'Bring every stored identifier hash under the newest key of IDENTIFIER_HASH_KEYS',
     flags: {},
     async run(_v, ctx) {
       const hashes = await ctx.identifierHashes();

@@ -14,6 +14,7 @@ import type { Command } from '../command';
 export const replayCommands: Record<string, Command> = {
   replay: {
     usage: 'replay [--phone-country-code <n>]',
+    summary: 'Rebuild the identity projections from the raw log, in one transaction, while the services run',
     flags: { optional: ['phone-country-code'] },
     async run(v, ctx) {
       const { bus, topics } = await ctx.bus();

@@ -32,6 +32,7 @@ function documentCommands<T>(
   return {
     [`${name} set`]: {
       usage: `${name} set --org <id> --file <${file}>`,
+      summary: `Store an organisation's ${what} from a JSON file (checked whole; nothing stored when it fails)`,
       flags: { required: ['org', 'file'] },
       async run(v, ctx) {
         const checked = check(await readJsonFile(v.file!));
@@ -46,6 +47,7 @@ function documentCommands<T>(
     },
     [`${name} show`]: {
       usage: `${name} show --org <id>`,
+      summary: `Show an organisation's ${what} (the defaults when none are stored)`,
       flags: { required: ['org'] },
       async run(v, ctx) {
         await new AccountsStore(ctx.db).getOrganization(v.org!);

@@ -11,6 +11,7 @@ import { integer, oneOf, type Command } from '../command';
 export const warningCommands: Record<string, Command> = {
   warnings: {
     usage: `warnings --org <id> [--kind <${WARNING_KINDS.join('|')}>] [--limit <n>]`,
+    summary: `Read an organisation's ingestion warnings: counts by kind and the newest`,
     flags: { required: ['org'], optional: ['kind', 'limit'] },
     async run(v, ctx) {
       const kind = v.kind === undefined ? undefined : (oneOf('kind', v.kind, WARNING_KINDS) as WarningKind);
