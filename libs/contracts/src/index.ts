@@ -15,6 +15,7 @@ export { checkEvent } from './validate-event';
 export { canonicalTimestamp } from './timestamps';
 export { toStorable } from './storable';
 export {
+  DEAD_LETTER_HEADERS,
   deadLetterTopicName,
   RawEventContentSchema,
   RawEventEnvelopeSchema,

@@ -10,12 +10,14 @@ import { Limits } from './limits';
  * Descriptive (for the OpenAPI document): the gateway judges each mapped
  * event with checkEvent, as on /v1-batch.
  */
-const { anonymousId, timestamp, type, ...shared } = InboundEventSchema.properties;
+const { anonymousId, messageId, timestamp, type, ...shared } = InboundEventSchema.properties;
 const Timestamp = Type.String({ format: 'date-time' });
 const FreeObject = Type.Record(Type.String(), Type.Unknown());
 
 const segmentFields = {
   ...shared,
+  /** Optional, as in Segment's HTTP API: absent, one is derived from the message's content (`content:<sha256>`), so an exact retry is stored once. */
+  messageId: Type.Optional(messageId),
   /** Optional when userId is given: derived from it. */
   anonymousId: Type.Optional(anonymousId),
   /** The client's time; optional (absent: the receive time). Corrected for clock skew with sentAt. */

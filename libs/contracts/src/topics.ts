@@ -276,3 +276,11 @@ export const Topics = {
 
 /** Where a consumer parks a message it cannot decode or keeps failing on. */
 export const deadLetterTopicName = (topic: string): string => `${topic}.dlq`;
+
+/** The headers of a parked message. */
+export const DEAD_LETTER_HEADERS = {
+  /** Why it was parked: the error, or that it did not match its schema. */
+  reason: 'x-dlq-reason',
+  /** Where it came from: `<topic>/<partition>/<offset>`. */
+  source: 'x-dlq-source',
+} as const;

@@ -125,27 +125,36 @@ const SEGMENT_BAD: Array<[string, string, string]> = [
   ['gzip', 'Content-Encoding: gzip on a body that does not decompress', Messages.invalidGzipBody],
 ];
 const segmentNote =
-  'Segment-compatible (services/ingest-gateway/README.md): the write key is the Basic-auth user (empty password), a Bearer key, or `writeKey` in the body; gzip bodies are accepted; the answer is the /v1-batch answer.';
+  'Segment-compatible (services/ingest-gateway/README.md): the write key is the Basic-auth user (empty password), a Bearer key, or `writeKey` in the body; gzip bodies are accepted; a message without `messageId` gets one derived from its content (`content:<sha256>`), so an exact retry is stored once; the answer is the /v1-batch answer.';
+/** Segment's browser library (@segment/analytics-next) posts to these short paths under its apiHost. */
+const browserNote = 'The path Segment’s browser library (`@segment/analytics-next`) posts to, with the write key in a `text/plain` body.';
+const capitalised = (word: string) => `${word[0]!.toUpperCase()}${word.slice(1)}`;
+
+const segmentBatch = (path: string, operationId: string, note: string): Operation => ({
+  method: 'post',
+  path,
+  operationId,
+  summary: 'Ingest a Segment batch',
+  description: note,
+  tag: 'Segment-compatible ingestion',
+  security: 'segment',
+  requestBody: { schema: SegmentBatchBodySchema, contentTypes: SEGMENT_CONTENT_TYPES, examples: [example('one', 'A server-side track with only a userId', { batch: [{ type: 'track', event: 'Order Completed', userId: 'user-42', messageId: 'msg-1', timestamp: at }], sentAt: at })] },
+  responses: ingestionResponses(unauthorizedWriteKey(), [...SEGMENT_BAD, ...BATCH_SHAPE]),
+});
 
 const segment: Operation[] = [
-  {
-    method: 'post',
-    path: '/segment/v1/batch',
-    operationId: 'segmentBatch',
-    summary: 'Ingest a Segment batch',
-    description: segmentNote,
-    tag: 'Segment-compatible ingestion',
-    security: 'segment',
-    requestBody: { schema: SegmentBatchBodySchema, contentTypes: SEGMENT_CONTENT_TYPES, examples: [example('one', 'A server-side track with only a userId', { batch: [{ type: 'track', event: 'Order Completed', userId: 'user-42', messageId: 'msg-1', timestamp: at }], sentAt: at })] },
-    responses: ingestionResponses(unauthorizedWriteKey(), [...SEGMENT_BAD, ...BATCH_SHAPE]),
-  },
-  ...EVENT_TYPES.map(
-    (type): Operation => ({
+  segmentBatch('/segment/v1/batch', 'segmentBatch', segmentNote),
+  segmentBatch('/segment/v1/b', 'segmentBrowserBatch', `${segmentNote} ${browserNote}`),
+  ...EVENT_TYPES.flatMap((type) => [
+    { type, path: `/segment/v1/${type}`, operationId: `segment${capitalised(type)}`, note: segmentNote },
+    { type, path: `/segment/v1/${type[0]!}`, operationId: `segmentBrowser${capitalised(type)}`, note: `${segmentNote} ${browserNote}` },
+  ]).map(
+    ({ type, path, operationId, note }): Operation => ({
       method: 'post',
-      path: `/segment/v1/${type}`,
-      operationId: `segment${type[0]!.toUpperCase()}${type.slice(1)}`,
+      path,
+      operationId,
       summary: `Ingest one Segment ${type} call`,
-      description: `${segmentNote} The message's type is \`${type}\` whatever it says.`,
+      description: `${note} The message's type is \`${type}\` whatever it says.`,
       tag: 'Segment-compatible ingestion',
       security: 'segment',
       requestBody: { schema: SegmentSingleEventSchema, contentTypes: SEGMENT_CONTENT_TYPES },

@@ -1,5 +1,7 @@
 // Builds the package: type declarations (tsc), ESM and CommonJS bundles (esbuild),
-// and the script-tag build (IIFE installing window.svc: esbuild bundles, terser minifies).
+// and the script-tag build (IIFE installing window.svc: esbuild bundles, terser minifies),
+// each with its source map, each held to its size budget (size-budgets.json, gzipped);
+// and puts the repository's LICENSE beside package.json, for the published package.
 //   node scripts/build.mjs               full build into dist/
 //   node scripts/build.mjs --iife FILE   only the script-tag build, into FILE (tests)
 import { build } from 'esbuild';
@@ -14,6 +16,8 @@ import { minify } from 'terser';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'dist');
 const require = createRequire(import.meta.url);
+/** Gzipped bytes each build may weigh: a change that makes one heavier fails the build, and says by how much. */
+const budgets = JSON.parse(readFileSync(path.join(root, 'size-budgets.json'), 'utf8'));
 
 const common = {
   absWorkingDir: root,
@@ -32,13 +36,35 @@ function onlyOwnSources(result, what) {
 
 async function buildIife(outfile) {
   mkdirSync(path.dirname(outfile), { recursive: true });
-  const result = await build({ ...common, entryPoints: ['src/iife.ts'], write: false, outfile, format: 'iife', target: ['es2020'] });
+  const result = await build({ ...common, entryPoints: ['src/iife.ts'], write: false, outfile, format: 'iife', target: ['es2020'], sourcemap: 'external', sourcesContent: true });
   onlyOwnSources(result, 'the script-tag build');
-  const min = await minify(result.outputFiles[0].text, { ecma: 2020, compress: { passes: 2 }, mangle: true, format: { comments: false } });
+  const js = result.outputFiles.find((f) => f.path.endsWith('.js'));
+  const map = result.outputFiles.find((f) => f.path.endsWith('.js.map'));
+  // terser's map continues esbuild's: the minified file maps back to src/.
+  const mapName = `${path.basename(outfile)}.map`;
+  const min = await minify(js.text, {
+    ecma: 2020,
+    compress: { passes: 2 },
+    mangle: true,
+    format: { comments: false },
+    sourceMap: { content: map.text, url: mapName, includeSources: true },
+  });
   const tmp = `${outfile}.${process.pid}.tmp`;
+  writeFileSync(`${outfile}.map`, min.map);
   writeFileSync(tmp, min.code);
   renameSync(tmp, outfile); // atomic: concurrent test workers never read a half-written file
   return outfile;
+}
+
+/** The gzipped size of `file`, checked against its budget. */
+function withinBudget(file) {
+  const name = path.relative(dist, file);
+  const budget = budgets[name];
+  if (budget === undefined) throw new Error(`size-budgets.json has no budget for dist/${name}`);
+  const bytes = readFileSync(file);
+  const gzipped = gzipSync(bytes, { level: 9 }).length;
+  if (gzipped > budget) throw new Error(`dist/${name} is ${gzipped} bytes gzipped, over its budget of ${budget} by ${gzipped - budget}`);
+  console.log(`@svc/sdk-browser: dist/${name} ${bytes.length} bytes, ${gzipped} gzipped (budget ${budget})`);
 }
 
 async function buildAll() {
@@ -49,7 +75,7 @@ async function buildAll() {
     if (readFileSync(path.join(dist, 'types', d), 'utf8').includes('@svc/contracts')) throw new Error(`dist/types/${d} refers to @svc/contracts`);
   }
   for (const [format, dir] of [['esm', 'esm'], ['cjs', 'cjs']]) {
-    const result = await build({ ...common, entryPoints: ['src/index.ts'], outfile: `dist/${dir}/index.js`, format, target: ['es2020'] });
+    const result = await build({ ...common, entryPoints: ['src/index.ts'], outfile: `dist/${dir}/index.js`, format, target: ['es2020'], sourcemap: true, sourcesContent: true });
     onlyOwnSources(result, `the ${format} build`);
     writeFileSync(path.join(dist, dir, 'package.json'), JSON.stringify({ type: format === 'esm' ? 'module' : 'commonjs', sideEffects: false }) + '\n');
   }
@@ -60,8 +86,13 @@ async function buildAll() {
   }
   cpSync(path.join(dist, 'types'), path.join(dist, 'cjs'), { recursive: true });
   const iife = await buildIife(path.join(dist, 'svc.min.js'));
-  const bytes = readFileSync(iife);
-  console.log(`@svc/sdk-browser: dist/svc.min.js ${bytes.length} bytes, ${gzipSync(bytes, { level: 9 }).length} gzipped`);
+  // The script-tag build's types: the client it installs as the global `svc`.
+  writeFileSync(
+    path.join(dist, 'svc.min.d.ts'),
+    "// Types of the script-tag build (svc.min.js): it installs the client as the global `svc`.\nimport type { SvcClient } from './esm/index.js';\n\ndeclare global {\n  var svc: SvcClient;\n}\n\nexport {};\n",
+  );
+  for (const file of [path.join(dist, 'esm/index.js'), path.join(dist, 'cjs/index.js'), iife]) withinBudget(file);
+  cpSync(path.join(root, '../../LICENSE'), path.join(root, 'LICENSE'));
 }
 
 const at = process.argv.indexOf('--iife');

@@ -12,7 +12,8 @@ import { buildScriptTag } from './test-support/script-tag';
 import { VERSION } from './version';
 
 const root = path.resolve(__dirname, '..');
-const BUDGET_GZIP_BYTES = 12 * 1024;
+/** The script-tag build's budget, as the build holds it (size-budgets.json). */
+const BUDGET_GZIP_BYTES = (JSON.parse(readFileSync(path.join(root, 'size-budgets.json'), 'utf8')) as Record<string, number>)['svc.min.js']!;
 
 describe('script-tag build', () => {
   const code = buildScriptTag();

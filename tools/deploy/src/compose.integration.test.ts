@@ -90,6 +90,7 @@ describeWhenPresent('docker compose up, for real (podman)', missingPrograms(COMP
         `CURSOR_SECRET=${randomBytes(24).toString('hex')}`,
         `RAW_LOG_MASTER_KEY=${randomBytes(32).toString('hex')}`,
         `IDENTIFIER_HASH_KEYS=${randomBytes(32).toString('hex')}`,
+        `GRAFANA_ADMIN_PASSWORD=${randomBytes(18).toString('hex')}`,
         `SVC_IMAGE=${SVC_IMAGE}`,
         'EDGE_BIND=127.0.0.1',
         `EDGE_HTTPS_PORT=${edgePort}`,

@@ -241,15 +241,15 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
   describeCompose();
 
   function describeCompose(): void {
-    /** .env as an operator makes it: .env.example with its five secrets set (dummies here). */
+    /** .env as an operator makes it: .env.example with its six secrets set (dummies here). */
     let envLines: string[];
     beforeAll(async () => {
-      const secrets: Record<string, string> = { POSTGRES_PASSWORD: 'not-a-secret', CONNECTOR_SECRET_KEY: 'ab'.repeat(32), CURSOR_SECRET: 'c'.repeat(40), RAW_LOG_MASTER_KEY: 'cd'.repeat(32), IDENTIFIER_HASH_KEYS: 'ef'.repeat(32) };
+      const secrets: Record<string, string> = { POSTGRES_PASSWORD: 'not-a-secret', CONNECTOR_SECRET_KEY: 'ab'.repeat(32), CURSOR_SECRET: 'c'.repeat(40), RAW_LOG_MASTER_KEY: 'cd'.repeat(32), IDENTIFIER_HASH_KEYS: 'ef'.repeat(32), GRAFANA_ADMIN_PASSWORD: 'not-admin' };
       envLines = (await readFile(path.join(ROOT, '.env.example'), 'utf8')).split('\n').map((line) => {
         const name = line.slice(0, line.indexOf('='));
         return line === `${name}=` && secrets[name] ? `${name}=${secrets[name]}` : line;
       });
-      expect(envLines.filter((line) => /^(POSTGRES_PASSWORD|CONNECTOR_SECRET_KEY|CURSOR_SECRET|RAW_LOG_MASTER_KEY|IDENTIFIER_HASH_KEYS)=.+/.test(line))).toHaveLength(5);
+      expect(envLines.filter((line) => /^(POSTGRES_PASSWORD|CONNECTOR_SECRET_KEY|CURSOR_SECRET|RAW_LOG_MASTER_KEY|IDENTIFIER_HASH_KEYS|GRAFANA_ADMIN_PASSWORD)=.+/.test(line))).toHaveLength(6);
     });
     async function envFileOf(env: string[]): Promise<string> {
       const envFile = path.join(dir, `compose-${Math.random().toString(36).slice(2)}.env`);
@@ -344,10 +344,10 @@ describeWhenPresent('deployment files: static checks', missingPrograms(STATIC_CH
       expect(result.stderr).toMatch(/condition/);
     });
 
-    it('compose fails: a secret missing from the env file, naming it', async () => {
-      const result = await config([path.join(ROOT, 'docker-compose.yml')], envLines.filter((line) => !line.startsWith('POSTGRES_PASSWORD=')));
+    it.each(['POSTGRES_PASSWORD', 'GRAFANA_ADMIN_PASSWORD'])('compose fails: a secret missing from the env file, naming it: %s', async (secret) => {
+      const result = await config([path.join(ROOT, 'docker-compose.yml')], envLines.filter((line) => !line.startsWith(`${secret}=`)));
       expect(result.code).not.toBe(0);
-      expect(result.stderr).toContain('set POSTGRES_PASSWORD in .env');
+      expect(result.stderr).toContain(`set ${secret} in .env`);
     });
   }
 });

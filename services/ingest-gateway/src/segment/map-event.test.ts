@@ -58,3 +58,35 @@ describe('derivedAnonymousId', () => {
     expect(derivedAnonymousId(userId)).toBe(derivedAnonymousId(userId));
   });
 });
+
+describe('a message without messageId (Segment’s HTTP API does not require one)', () => {
+  const message = { type: 'track', event: 'Order Completed', userId: 'u-1', properties: { total: 20, items: [{ sku: 'a' }] }, timestamp: '2026-11-21T12:00:00.000Z' };
+  const idOf = (m: Record<string, unknown>, envelope: SegmentEnvelope = {}, type?: string) => (fromSegment(m, envelope, RECEIVED, type as never) as { messageId: string }).messageId;
+
+  it('gets one derived from its content, which passes the per-event check', () => {
+    expect(idOf(message)).toMatch(/^content:[0-9a-f]{64}$/);
+    expect(checkEvent(fromSegment(message, {}, RECEIVED))).toMatchObject({ ok: true });
+  });
+
+  it.each([
+    ['its exact retry, with a new sentAt', { ...message, sentAt: '2026-11-21T12:00:09.000Z' }, { sentAt: '2026-11-21T12:00:10.000Z' }],
+    ['its keys in another order, at every level', { timestamp: message.timestamp, properties: { items: [{ sku: 'a' }], total: 20 }, userId: 'u-1', event: 'Order Completed', type: 'track' }, {}],
+    ['with the write key in the body', { ...message, writeKey: 'uk_live_x' }, {}],
+    ['with an empty messageId', { ...message, messageId: '' }, {}],
+  ])('is the same for %s', (_name, other, envelope) => {
+    expect(idOf(other, envelope)).toBe(idOf(message));
+  });
+
+  it.each([
+    ['another time', { ...message, timestamp: '2026-11-21T12:00:01.000Z' }, undefined],
+    ['another property value', { ...message, properties: { total: 21, items: [{ sku: 'a' }] } }, undefined],
+    ['another user', { ...message, userId: 'u-2' }, undefined],
+    ['another type from the route', message, 'page'],
+  ])('differs for %s', (_name, other, type) => {
+    expect(idOf(other, {}, type)).not.toBe(idOf(message));
+  });
+
+  it('leaves a messageId that was sent as it is', () => {
+    expect(idOf({ ...message, messageId: 'm-7' })).toBe('m-7');
+  });
+});

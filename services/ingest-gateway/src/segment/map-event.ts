@@ -38,13 +38,17 @@ const absent = (v: unknown): boolean => v === undefined || v === null || v === '
  *   properties, where this service reads a screen's name;
  * - the batch's `context` and `integrations` fill in each event's (the
  *   event's own keys win); `integrations` is kept in the raw log, not acted on;
- * - `writeKey` is removed: a credential is never stored.
+ * - `writeKey` is removed: a credential is never stored;
+ * - a message without `messageId` (Segment's HTTP API does not require one)
+ *   gets one derived from its content (derivedMessageId), so that a
+ *   client's exact retry is stored once.
  */
 export function fromSegment(message: unknown, envelope: SegmentEnvelope, receivedAt: Date, typeFromRoute?: EventType): unknown {
   if (!isObject(message)) return message;
   const event: Record<string, unknown> = { ...message };
   delete event.writeKey;
   if (typeFromRoute) event.type = typeFromRoute;
+  if (absent(event.messageId)) event.messageId = derivedMessageId(event);
   for (const field of ['context', 'integrations'] as const) {
     const shared = envelope[field];
     if (isObject(shared)) event[field] = isObject(event[field]) ? { ...shared, ...event[field] } : (event[field] ?? { ...shared });
@@ -67,6 +71,36 @@ export function derivedAnonymousId(userId: string): string {
   const readable = `${USER_DERIVED_PREFIX}${userId}`;
   if ([...readable].length <= Limits.identifierMaxLength) return readable;
   return `${USER_DERIVED_PREFIX}${createHash('sha256').update(userId, 'utf8').digest('hex')}`;
+}
+
+/** Prefix of a messageId derived from a message's content (see derivedMessageId). */
+export const CONTENT_DERIVED_PREFIX = 'content:';
+
+/**
+ * The messageId of a message that carries none: `content:` and the SHA-256
+ * (hex) of the message as sent, its keys sorted at every level, without the
+ * fields a retry changes (`sentAt`) and without `messageId` itself. The same
+ * message sent again is the same event and is stored once; two messages
+ * that differ in anything else (the time, one property) are two events.
+ * Two identical messages without a time are one event: a client that sends
+ * such messages apart must give them messageIds.
+ */
+export function derivedMessageId(message: Record<string, unknown>): string {
+  const { sentAt: _sentAt, messageId: _messageId, writeKey: _writeKey, ...content } = message;
+  return `${CONTENT_DERIVED_PREFIX}${createHash('sha256').update(canonicalJson(content), 'utf8').digest('hex')}`;
+}
+
+/** JSON with every object's keys in sorted order, so equal content is equal text whatever order it was written in. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (isObject(value)) {
+    return `{${Object.keys(value)
+      .filter((k) => value[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }
 
 /** `timestamp` (and `originalTimestamp`) of the event, Segment's way; see fromSegment. */

@@ -12,7 +12,8 @@ export const SEGMENT_BASE_PATH = '/segment';
 /**
  * Segment's HTTP tracking API beside /v1-batch, for the server libraries of
  * Segment, RudderStack and Jitsu: POST `/segment/v1/batch` and one route per
- * event type (`/segment/v1/track`, ...). Past the write key, the body and
+ * event type (`/segment/v1/track`, ...), and the short paths Segment's
+ * browser library posts to (`/segment/v1/b`, `/segment/v1/t`, ...). Past the write key, the body and
  * the mapping (fromSegment), a request goes through the very steps of
  * /v1-batch (ingestBatch) and gets its answer: the same limits, checks,
  * envelope and topic. The libraries retry 5xx and 429 and give up on other
@@ -73,17 +74,21 @@ export function mountSegmentRoutes(router: Router, deps: GatewayDeps): void {
     router.all(`${SEGMENT_BASE_PATH}${path}`, methodNotAllowed(['POST']));
   };
 
-  mount('/v1/batch', (body) => {
+  const batchOf = (body: unknown) => {
     const batch = (body as { batch?: unknown } | null)?.batch;
     if (typeof body !== 'object' || body === null || !Array.isArray(batch)) throw new HttpError(400, Messages.batchRequired);
     if (batch.length > Limits.batchMaxEvents) throw new HttpError(400, Messages.batchTooLarge);
     return { messages: batch };
-  });
-  for (const type of EVENT_TYPES) {
-    mount(`/v1/${type}`, (body) => {
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, Messages.singleEventRequired);
-      // The single event is also the envelope: its own sentAt, context and integrations.
-      return { messages: [body], type };
-    });
-  }
+  };
+  const single = (type: EventType) => (body: unknown) => {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, Messages.singleEventRequired);
+    // The single event is also the envelope: its own sentAt, context and integrations.
+    return { messages: [body], type };
+  };
+  mount('/v1/batch', batchOf);
+  for (const type of EVENT_TYPES) mount(`/v1/${type}`, single(type));
+  // Segment's own browser library (@segment/analytics-next) posts each call to the first letter of its type
+  // (`/t`, `/p`, `/i`, `/a`, `/g`, `/s`), or a batch to `/b`, under its apiHost: `{base_url}/segment/v1`.
+  mount('/v1/b', batchOf);
+  for (const type of EVENT_TYPES) mount(`/v1/${type[0]}`, single(type));
 }

@@ -16,10 +16,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from '@jest/globals';
 import { chromium, type Browser } from 'playwright-core';
-import { freePort, loadConfig } from '@svc/runtime';
+import { AccountsStore, freePort, loadConfig } from '@svc/runtime';
 import { createTestDatabase, missingReason, testLogger, type TestDatabase } from '@svc/testkit';
 import { standaloneConfigSpec } from '../config';
 import { startStack, type RunningStack } from '../stack';
+import { FixtureRelay } from './fixture-relay';
 
 const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
 const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -167,6 +168,46 @@ export async function startEndToEnd(name: string): Promise<EndToEnd> {
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS });
     started.push(() => browser.close());
     return { bundle, t, stack, apiHost: `${stack.url}/functions/v1`, browser, stop };
+  } catch (err) {
+    await stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+export interface Shop {
+  e2e: EndToEnd;
+  /** The pages' origin; the write key allows only it. */
+  fixture: FixtureRelay;
+  orgId: string;
+  writeKey: string;
+  readKey: string;
+  /** GET on the stack's API with the read key. */
+  api(route: string): Promise<{ status: number; body: Record<string, unknown> }>;
+  stop(): Promise<void>;
+}
+
+/** startEndToEnd, with a fixture origin for the pages and an organisation whose write key allows only that origin. */
+export async function startShop(name: string): Promise<Shop> {
+  const e2e = await startEndToEnd(name);
+  let fixture: FixtureRelay | undefined;
+  const stop = async () => {
+    try {
+      await fixture?.close();
+    } finally {
+      await e2e.stop();
+    }
+  };
+  try {
+    fixture = await new FixtureRelay(e2e.stack.url).start();
+    const accounts = new AccountsStore(e2e.t.db);
+    const orgId = (await accounts.createOrganization({ name })).id;
+    const writeKey = (await accounts.createApiKey({ orgId, type: 'write', originAllowlist: [fixture.origin] })).key;
+    const readKey = (await accounts.createApiKey({ orgId, type: 'read' })).key;
+    const api = async (route: string) => {
+      const res = await fetch(`${e2e.apiHost}${route}`, { headers: { authorization: `Bearer ${readKey}` } });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    return { e2e, fixture, orgId, writeKey, readKey, api, stop };
   } catch (err) {
     await stop().catch(() => undefined);
     throw err;
