@@ -105,6 +105,7 @@ export {
   takeApart,
   type KeptApartPair,
   type KeptApartSide,
+  type MergeJournalRow,
   type MergedCluster,
   type PendingUnmerge,
   type StoredEventRow,

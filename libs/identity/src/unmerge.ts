@@ -27,7 +27,8 @@ export type UnmergeRequestResult =
   /** The profile has alias events stored before events kept their previousId. */
   | { outcome: 'needs_replay' };
 
-interface JournalRow {
+/** A merge journal entry as the unmerge reads it. */
+export interface MergeJournalRow {
   id: string;
   org_id: string;
   source_profile_id: string;
@@ -135,7 +136,7 @@ export async function finishUnmerge(trx: Db, id: string, outcome: { profileIds: 
 }
 
 export interface MergedCluster {
-  entry: JournalRow;
+  entry: MergeJournalRow;
   /** The live profile both sides are in. */
   survivor: string;
   /** Every profile row of it: the survivor and those merged into it. */
@@ -151,7 +152,7 @@ export async function lockMergedCluster(trx: Db, orgId: string, mergeId: string)
     `select ${JOURNAL_COLUMNS}, ${SURVIVOR_OF('target_profile_id')} as target_survivor, ${SURVIVOR_OF('source_profile_id')} as source_survivor
      from identity.merges where org_id = ? and id = ?::bigint`,
     [orgId, mergeId],
-  )) as { rows: Array<JournalRow & { target_survivor: string; source_survivor: string }> };
+  )) as { rows: Array<MergeJournalRow & { target_survivor: string; source_survivor: string }> };
   const entry = rows[0];
   if (!entry) return { failure: 'the merge is no longer in the journal' };
   if (entry.undone_by !== null || entry.source_survivor !== entry.target_survivor) return { failure: 'the merge was undone already' };
@@ -259,13 +260,13 @@ export async function readKeptApart(trx: Db, orgId: string): Promise<KeptApartPa
 }
 
 /** The journal entries in effect of the profile rows (as source or target), oldest first. */
-export async function journalOf(trx: Db, orgId: string, members: readonly string[]): Promise<JournalRow[]> {
+export async function journalOf(trx: Db, orgId: string, members: readonly string[]): Promise<MergeJournalRow[]> {
   const { rows } = (await trx.raw(
     `select ${JOURNAL_COLUMNS} from identity.merges
      where org_id = ? and undone_by is null and (source_profile_id = any(?::uuid[]) or target_profile_id = any(?::uuid[]))
      order by id`,
     [orgId, [...members], [...members]],
-  )) as { rows: JournalRow[] };
+  )) as { rows: MergeJournalRow[] };
   return rows;
 }
 
@@ -303,7 +304,7 @@ export async function settleJournal(
     unmergeId: string;
     before: MergedCluster;
     undone: readonly string[];
-    made: ReadonlyArray<{ sourceId: string; targetId: string; reason: JournalRow['reason']; signalType: SignalType | null; messageId: string | null }>;
+    made: ReadonlyArray<{ sourceId: string; targetId: string; reason: MergeJournalRow['reason']; signalType: SignalType | null; messageId: string | null }>;
     /** Every profile row concerned and the live profile it is now. */
     after: ReadonlyMap<string, string>;
   },

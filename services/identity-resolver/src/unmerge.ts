@@ -19,6 +19,8 @@ import {
   settleJournal,
   survivorsOf,
   takeApart,
+  type MergeJournalRow,
+  type MergedCluster,
   type PendingUnmerge,
   type Signal,
   type StoredEventRow,
@@ -27,6 +29,7 @@ import type { Db, Logger } from '@svc/runtime';
 import * as sql from './batch-sql';
 import type { ResolverMetrics } from './metrics';
 import { buildGraphs, distinctEvents, identityLockKeys, planBatch, profilesToRescore } from './plan';
+import type { PlannedMerge } from './resolve';
 
 /**
  * Carrying out an unmerge (libs/identity unmerge.ts records the request):
@@ -102,11 +105,41 @@ export async function carryOutUnmerge(trx: Db, request: PendingUnmerge, options:
   // The identifiers that made the two profiles: no profile may hold both again.
   const [sourceSeed, targetSeed] = [seedOf(orgId, entry.source_profile_id, stored.signals), seedOf(orgId, entry.target_profile_id, stored.signals)];
   if (!sourceSeed || !targetSeed) throw new UnmergeDataError('the merged profile no longer holds the identifier that made one of the two');
-
-  const identityRules = await readIdentityRules(trx, [orgId], options.defaultPhoneCountryCode ?? DEFAULT_PHONE_COUNTRY_CODE);
-  const { events } = distinctEvents(stored.events.map((row) => envelopeOf(orgId, row)), identityRules.rules);
-  await sql.lockIdentities(trx, identityLockKeys(events));
   await keepApart(trx, orgId, sourceSeed, targetSeed, request.id);
+
+  const resolution = await resolveAgain(trx, orgId, stored.events, cluster, options);
+  const undone = new Set([entry.id, ...(await reapplyAdminMerges(trx, orgId, journal, entry))]);
+  const rows = new Set([...cluster.members, ...resolution.live]);
+  const after = await survivorsOf(trx, orgId, [...rows]);
+  const journalChanges = compareJournal(journal, resolution, rows, after);
+  for (const id of journalChanges.undone) undone.add(id);
+  await settleJournal(trx, { orgId, unmergeId: request.id, before: cluster, undone: [...undone], made: journalChanges.made, after });
+
+  const profileIds: [string, string] = [after.get(entry.source_profile_id) ?? entry.source_profile_id, after.get(entry.target_profile_id) ?? entry.target_profile_id];
+  await finishUnmerge(trx, request.id, { profileIds });
+  return { status: 'done', profileIds };
+}
+
+interface Resolution {
+  /** The profiles the resolution made live (their rows taken over or new). */
+  live: Set<string>;
+  /** Where a profile id went in the resolution (itself when the graph never saw it). */
+  find(id: string): string;
+  /** The merges the resolution made, in order. */
+  merges: readonly PlannedMerge[];
+}
+
+/**
+ * The taken-apart events resolved again, in the order they arrived, as one
+ * batch of the ordinary planning on an empty graph with the organisation's
+ * kept-apart pairs, written by the batch's own statements (the profile
+ * inserts taking over the emptied rows); the emptied rows it did not make
+ * live point where their identity went.
+ */
+async function resolveAgain(trx: Db, orgId: string, rows: readonly StoredEventRow[], cluster: MergedCluster, options: UnmergeOptions): Promise<Resolution> {
+  const identityRules = await readIdentityRules(trx, [orgId], options.defaultPhoneCountryCode ?? DEFAULT_PHONE_COUNTRY_CODE);
+  const { events } = distinctEvents(rows.map((row) => envelopeOf(orgId, row)), identityRules.rules);
+  await sql.lockIdentities(trx, identityLockKeys(events));
   const graphs = buildGraphs(events, [], [], identityRules.rules, new Map(), await readKeptApart(trx, orgId));
   const engagement = compileStoredEngagementRules([orgId], await sql.readEngagementRules(trx, [orgId]));
   const plan = planBatch(events, graphs, engagement.rules);
@@ -116,49 +149,55 @@ export async function carryOutUnmerge(trx: Db, request: PendingUnmerge, options:
   await sql.writeEffects(trx, plan.effects, plan.madeSignals);
   await sql.rescoreAndReadContacts(trx, profilesToRescore(plan.effects.fingerprints), []);
 
-  // The profile rows the resolution did not make live again go where their identity went.
   const graph = graphs.get(orgId);
   const live = new Set(plan.created.map((p) => p.id));
   const find = (id: string) => graph?.find(id) ?? id;
-  const fallback = live.has(find(entry.target_profile_id)) ? find(entry.target_profile_id) : plan.created[0]?.id;
-  const redirects = cluster.members.filter((id) => !live.has(id)).flatMap((id) => {
+  const target = find(cluster.entry.target_profile_id);
+  const fallback = live.has(target) ? target : plan.created[0]?.id;
+  const redirects = cluster.members.flatMap((id) => {
+    if (live.has(id)) return [];
     const to = live.has(find(id)) ? find(id) : fallback;
     return to === undefined ? [] : [{ id, survivor: to }];
   });
   await redirect(trx, orgId, redirects);
+  return { live, find, merges: graph?.merges ?? [] };
+}
 
-  // Admin merges again, in order; one that would join the two sides again is undone with the entry.
-  const undone = new Set<string>([entry.id]);
-  const sides = async () => [await resolveProfileId(trx, orgId, entry.source_profile_id), await resolveProfileId(trx, orgId, entry.target_profile_id)];
+/** The cluster's admin merges (decisions, not events) applied again, in order; returns those that would join the entry's two sides, which are undone with it. */
+async function reapplyAdminMerges(trx: Db, orgId: string, journal: readonly MergeJournalRow[], entry: MergeJournalRow): Promise<string[]> {
+  const undone: string[] = [];
+  const live = (id: string) => resolveProfileId(trx, orgId, id);
   for (const admin of journal.filter((m) => m.reason === 'admin' && m.id !== entry.id)) {
-    const [s, t] = [await resolveProfileId(trx, orgId, admin.source_profile_id), await resolveProfileId(trx, orgId, admin.target_profile_id)];
+    const [s, t] = [await live(admin.source_profile_id), await live(admin.target_profile_id)];
     if (!s || !t || s === t) continue;
-    const [a, b] = await sides();
+    const [a, b] = [await live(entry.source_profile_id), await live(entry.target_profile_id)];
     if ((s === a && t === b) || (s === b && t === a)) {
-      undone.add(admin.id);
+      undone.push(admin.id);
       continue;
     }
     await mergeProfiles(trx, { orgId, sourceId: s, targetId: t, reason: 'admin', actor: admin.actor, note: admin.note, publish: false, journal: false });
   }
+  return undone;
+}
 
-  // The journal: an entry the resolution did not make again (the same event merging the same profile into the
-  // same one) is undone; a merge it made that the journal lacks is recorded. (A profile made and merged away
-  // within the resolution never had a row: no entry.)
-  const rows = new Set([...cluster.members, ...live]);
-  const after = await survivorsOf(trx, orgId, [...rows]);
-  const liveOf = (id: string) => after.get(id) ?? after.get(find(id)) ?? id;
+/**
+ * The journal against the resolution: an entry it did not make again (the
+ * same event merging the same profile into the same one, as profiles are
+ * now) is undone; a merge it made that the journal lacks is to be recorded
+ * (only between profile rows: one made and merged away within the
+ * resolution never had a row).
+ */
+function compareJournal(journal: readonly MergeJournalRow[], resolution: Resolution, rows: ReadonlySet<string>, after: ReadonlyMap<string, string>) {
+  const liveOf = (id: string) => after.get(id) ?? after.get(resolution.find(id)) ?? id;
   const key = (source: string, messageId: string | null, target: string) => `${source}\u0000${messageId ?? ''}\u0000${liveOf(target)}`;
-  const remade = new Set(graph?.merges.map((m) => key(m.sourceId, m.messageId, m.targetId)) ?? []);
-  for (const m of journal) if (m.reason !== 'admin' && !remade.has(key(m.source_profile_id, m.message_id, m.target_profile_id))) undone.add(m.id);
+  const remade = new Set(resolution.merges.map((m) => key(m.sourceId, m.messageId, m.targetId)));
   const journaled = new Set(journal.map((m) => key(m.source_profile_id, m.message_id, m.target_profile_id)));
-  const made = (graph?.merges ?? [])
-    .filter((m) => rows.has(m.sourceId) && !journaled.has(key(m.sourceId, m.messageId, m.targetId)))
-    .map((m) => ({ sourceId: m.sourceId, targetId: rows.has(m.targetId) ? m.targetId : find(m.targetId), reason: m.reason, signalType: m.signalType, messageId: m.messageId }));
-  await settleJournal(trx, { orgId, unmergeId: request.id, before: cluster, undone: [...undone], made, after });
-
-  const profileIds: [string, string] = [after.get(entry.source_profile_id) ?? entry.source_profile_id, after.get(entry.target_profile_id) ?? entry.target_profile_id];
-  await finishUnmerge(trx, request.id, { profileIds });
-  return { status: 'done', profileIds };
+  return {
+    undone: journal.filter((m) => m.reason !== 'admin' && !remade.has(key(m.source_profile_id, m.message_id, m.target_profile_id))).map((m) => m.id),
+    made: resolution.merges
+      .filter((m) => rows.has(m.sourceId) && !journaled.has(key(m.sourceId, m.messageId, m.targetId)))
+      .map((m) => ({ sourceId: m.sourceId, targetId: rows.has(m.targetId) ? m.targetId : resolution.find(m.targetId), reason: m.reason, signalType: m.signalType, messageId: m.messageId })),
+  };
 }
 
 /** How often the resolver looks for unmerge requests (the Profiles API records them). */
