@@ -45,7 +45,8 @@ export default tseslint.config(
   {
     files: ['**/*.ts'],
     languageOptions: {
-      parserOptions: { project: ['./tsconfig.test.json'], tsconfigRootDir: import.meta.dirname },
+      // The browser library's React example is its own project (JSX, a bundler's resolution).
+      parserOptions: { project: ['./tsconfig.test.json', './libs/sdk-browser/examples/react/tsconfig.json'], tsconfigRootDir: import.meta.dirname },
     },
     plugins: { 'import-x': importX },
     rules: {

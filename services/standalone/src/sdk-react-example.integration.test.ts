@@ -42,6 +42,10 @@ describeEndToEnd('the React example app → standalone stack → Profiles API (h
     await shop?.stop();
   }, 60_000);
 
+  it('type-checks, as the guide’s code should', () => {
+    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(EXAMPLE, 'tsconfig.json')]);
+  });
+
   it('the first page view, then after Accept one per route change and the purchase, on one profile', async () => {
     const { e2e, fixture, api, orgId } = shop!;
     const context = await e2e.browser.newContext();
