@@ -230,7 +230,7 @@ interface Pod {
 async function buildNextImage(dir: string): Promise<void> {
   const tree = path.join(dir, 'next');
   const files = (await runOk('git', ['-C', ROOT, 'ls-files', '--cached', '--others', '--exclude-standard'])).trim().split('\n');
-  for (const file of files.filter((f) => /^(package(-lock)?\.json|tsconfig\.base\.json|Dockerfile|\.dockerignore|(libs|services|tools)\/)/.test(f))) {
+  for (const file of files.filter((f) => /^(package(-lock)?\.json|tsconfig\.base\.json|Dockerfile|\.dockerignore|LICENSE|(libs|services|tools)\/)/.test(f))) {
     await cp(path.join(ROOT, file), path.join(tree, file)).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err; // deleted in the work tree, not yet in the index
     });
