@@ -6,10 +6,13 @@
 #   docker build -t svc:local .
 #   docker build --build-arg BASE_IMAGE=<another Node 20 image> -t svc:local .
 #
-# Its OCI labels name the product's version, the commit and the source; a
-# release build passes them (infra/local/images.sh does):
-#   docker build --build-arg VERSION="$(node -p "require('./package.json').version")" \
-#     --build-arg REVISION="$(git rev-parse HEAD)" --build-arg SOURCE=<the repository's URL> -t svc:local .
+# Its OCI labels name the licence here; the product's version, the commit and
+# the source are the build's to add (infra/local/images.sh does), as --label:
+# a layer cache would keep an earlier build's values for a LABEL made of
+# build arguments.
+#   docker build --label org.opencontainers.image.version="$(node -p "require('./package.json').version")" \
+#     --label org.opencontainers.image.revision="$(git rev-parse HEAD)" \
+#     --label org.opencontainers.image.source=<the repository's URL> -t svc:local .
 #
 # Behind a TLS-inspecting proxy, pass its CA for npm as a build secret:
 #   docker build --secret id=npm_ca,src=/path/to/ca.pem -t svc:local .
@@ -78,16 +81,9 @@ ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 HOME=/tmp
 # A numeric id without a passwd entry: Kubernetes' runAsNonRoot can verify it.
 USER 10001:10001
 EXPOSE 8080
-# Last, so a new commit rebuilds no layer but this one's.
-ARG VERSION=unreleased
-ARG REVISION=unknown
-ARG SOURCE=unknown
 LABEL org.opencontainers.image.title="svc" \
       org.opencontainers.image.description="Event ingestion, identity and profiles service" \
-      org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.source="${SOURCE}"
+      org.opencontainers.image.licenses="Apache-2.0"
 # Exec form: node is PID 1 and receives SIGTERM itself.
 # --max-semi-space-size: SERVICE_NODE_FLAGS (libs/runtime/src/lifecycle/node-flags.ts) says why.
 ENTRYPOINT ["node", "--enable-source-maps", "--max-semi-space-size=64", "/app/tools/deploy/dist/entrypoint.js"]

@@ -134,7 +134,8 @@ app() {
   source="$(git -C "$ROOT" config --get remote.origin.url 2>/dev/null || echo unknown)"
   log "building $SVC_IMAGE from the root Dockerfile"
   podman build --quiet --layers -t "$SVC_IMAGE" --build-arg BASE_IMAGE=localhost/svc-local/node:20 \
-    --build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg SOURCE="$source" "${secret[@]}" "$ROOT" >/dev/null
+    --label org.opencontainers.image.version="$version" --label org.opencontainers.image.revision="$revision" \
+    --label org.opencontainers.image.source="$source" "${secret[@]}" "$ROOT" >/dev/null
 }
 
 mkdir -p "$CACHE"
