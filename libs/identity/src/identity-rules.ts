@@ -1,6 +1,7 @@
 import { Limits, Problems, isObject, type DocumentProblem } from '@svc/contracts';
 import { preparedRaw, type Db } from '@svc/runtime';
 import { orgDocumentStore, type StoredDocument } from './org-documents';
+import { queuePhoneRestatement } from './phone-restatement';
 import { SIGNAL_TYPES, isPhoneRegion, normaliseEmail, normalisePhone, signalKey, type PhoneDefault, type SignalType } from './signals';
 
 /**
@@ -225,8 +226,20 @@ export type StoredIdentityRules = StoredDocument<IdentityRules>;
 
 const store = orgDocumentStore('identity.identity_rules', checkIdentityRules, DEFAULT_IDENTITY_RULES);
 
-/** Stores (replaces) the organisation's rules: a document checkIdentityRules accepted. They apply from the next batch on. */
-export const setIdentityRules = store.set;
+/**
+ * Stores (replaces) the organisation's rules: a document checkIdentityRules
+ * accepted. They apply from the next batch on; when the region of national
+ * phone numbers changes, the numbers stored under the old one are queued to
+ * be read again (phone-restatement.ts).
+ */
+export async function setIdentityRules(db: Db, orgId: string, rules: IdentityRules): Promise<StoredIdentityRules> {
+  return db.transaction(async (trx) => {
+    const before = await store.get(trx, orgId);
+    const stored = await store.set(trx, orgId, rules);
+    if (before.rules.phone.default_region !== rules.phone.default_region) await queuePhoneRestatement(trx, orgId);
+    return stored;
+  });
+}
 
 /** The organisation's rules, or the defaults when none are stored. */
 export const getIdentityRules = store.get;

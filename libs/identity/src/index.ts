@@ -76,6 +76,21 @@ export {
   type WarningView,
   type WarningsReport,
 } from './warnings';
+export {
+  QUEUE_PHONE_RESTATEMENT_SQL,
+  claimRestatement,
+  dropPhones,
+  finishRestatement,
+  pendingRestatements,
+  queuePhoneRestatement,
+  readHeldAndWrittenPhones,
+  readPhoneSightings,
+  type HeldPhone,
+  type PhoneSighting,
+  type RestatementChunk,
+  type RestatementStep,
+  type WrittenPhone,
+} from './phone-restatement';
 export { compileStoredEngagementRules, getEngagementRules, setEngagementRules, type StoredEngagementRules } from './engagement-rules-store';
 export {
   OUTBOX_INSERT,

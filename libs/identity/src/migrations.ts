@@ -1,5 +1,6 @@
 import { PROFILE_SORT_FIELDS } from '@svc/contracts';
 import { sqlMigration, type MigrationSet } from '@svc/runtime';
+import { QUEUE_PHONE_RESTATEMENT_SQL } from './phone-restatement';
 
 /**
  * The `identity` schema: the projections the resolver keeps from the raw
@@ -350,6 +351,19 @@ export const identityMigrations: MigrationSet = {
         created_at timestamptz not null default now(),
         primary key (org_id, a_type, a_value, b_type, b_value)
       );
+    `),
+    sqlMigration('0014_phone_restatement', `
+      -- Profiles whose phone signals the resolver is to read again from their events under the
+      -- rules as they are now (phone-restatement.ts): step 1 drops the numbers the events no longer
+      -- give, step 2 attaches or merges by those they do. Queued here for everything stored before
+      -- phones were read with libphonenumber, and later for an organisation whose region changes.
+      create table identity.phone_restatements (
+        org_id uuid not null,
+        profile_id uuid not null,
+        step smallint not null check (step in (1, 2)),
+        primary key (step, org_id, profile_id)
+      );
+      ${QUEUE_PHONE_RESTATEMENT_SQL('null::uuid')};
     `),
   ],
 };

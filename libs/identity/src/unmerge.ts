@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Limits, type UnmergeView } from '@svc/contracts';
-import type { Db } from '@svc/runtime';
+import { isoTimestampSql, type Db } from '@svc/runtime';
 import { UUID_PATTERN } from './ids';
 import { profileChange, writeOutbox, type OutboxMessage } from './outbox-records';
 import { resolveProfileId } from './profiles';
@@ -43,8 +43,8 @@ export interface MergeJournalRow {
 
 const JOURNAL_COLUMNS = 'id::text as id, org_id, source_profile_id, target_profile_id, reason, signal_type, actor, message_id, note, undone_by';
 const UNMERGE_VIEW = `id, merge_id::text as merge_id, status, reason as failure_reason, actor,
-  to_char(requested_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as requested_at,
-  to_char(finished_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as completed_at,
+  ${isoTimestampSql('requested_at')} as requested_at,
+  ${isoTimestampSql('finished_at')} as completed_at,
   profile_ids`;
 const MERGE_ID = /^[0-9]{1,18}$/;
 

@@ -1,6 +1,6 @@
 export { AppError, NotFoundError, UnavailableError, ValidationError } from './errors';
 export { env, loadConfig, loadConfigOrExit, type ConfigValues, type VarSpec } from './config/config';
-export { createDb, preparedRaw, type Db, type SqlCondition } from './db/db';
+export { createDb, isoTimestampSql, preparedRaw, type Db, type SqlCondition } from './db/db';
 export {
   checkDatabase,
   databaseConnection,

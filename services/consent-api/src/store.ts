@@ -1,6 +1,6 @@
 import type { ConsentDecision, ConsentPurpose, ConsentRecordView, CurrentConsent } from '@svc/contracts';
 import { ANONYMOUS_IDS_OF_USER_SQL } from '@svc/identity';
-import type { Db } from '@svc/runtime';
+import { isoTimestampSql, type Db } from '@svc/runtime';
 
 export interface Subject {
   anonymousId?: string;
@@ -27,8 +27,8 @@ export interface StoredRecord extends ConsentRecordView {
 }
 
 const COLUMNS = `id, org_id, anonymous_id, user_id, purposes, source,
-  to_char(client_timestamp at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as client_timestamp,
-  to_char(received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as received_at,
+  ${isoTimestampSql('client_timestamp')} as client_timestamp,
+  ${isoTimestampSql('received_at', 'US')} as received_at,
   ((extract(epoch from received_at) * 1000000)::bigint)::text as received_micros`;
 
 /**
@@ -77,7 +77,7 @@ export class ConsentStore {
     const [where, params] = subjectFilter(orgId, subject, 'r.');
     const { rows } = await this.db.raw<{ rows: Array<{ purpose: ConsentPurpose; granted: boolean; source: string; decided_at: string; record_id: string }> }>(
       `select distinct on (p.key) p.key as purpose, p.value::boolean as granted, r.source,
-              to_char(r.received_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as decided_at, r.id as record_id
+              ${isoTimestampSql('r.received_at', 'US')} as decided_at, r.id as record_id
        from consent.records r cross join lateral jsonb_each(r.purposes) p
        where ${where}
        order by p.key, r.received_at desc, r.id desc`,

@@ -24,7 +24,7 @@ export async function lockIdentities(trx: Db, keys: readonly bigint[]): Promise<
  * every event and their profiles (locked `for update` in id order), and the
  * organisations' engagement rules.
  */
-export async function readBatchState(trx: Db, events: readonly PreparedEvent[]): Promise<BatchState> {
+export async function readBatchState(trx: Db, events: ReadonlyArray<Pick<PreparedEvent, 'orgId' | 'eventId' | 'identity'>>): Promise<BatchState> {
   const wanted = events.flatMap((e) => lookupSignals(e).map((s) => ({ orgId: e.orgId, ...s })));
   const { rows } = (await preparedRaw(trx, 
     `with signals as materialized (

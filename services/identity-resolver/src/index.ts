@@ -12,3 +12,4 @@ export { processBatch, type BatchOptions, type BatchOutcome } from './process-ba
 export { replayProjections, type ReplayOptions, type ReplayReport } from './replay';
 export { buildResolver, resolverService } from './service';
 export { carryOutUnmerge, startUnmerging, envelopeOf, type UnmergeOutcome } from './unmerge';
+export { restateChunk, startRestatingPhones, RESTATEMENT_ACTOR, type RestatementOutcome } from './phone-restatement';

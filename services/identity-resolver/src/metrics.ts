@@ -17,6 +17,11 @@ export function resolverMetrics({ registry }: Metrics) {
       help: 'Erasure requests carried out, by outcome: done, failed',
       labelNames: ['outcome'] as const,
     }),
+    phoneRestatements: defineCounter(registry, {
+      name: 'resolver_phone_restatements_total',
+      help: 'Profiles whose phone signals were read again from their events (a migration, a region change, svcctl phones restate), by step: 1 (numbers no event gives dropped), 2 (numbers attached or merged by)',
+      labelNames: ['step'] as const,
+    }),
     unmerges: defineCounter(registry, {
       name: 'resolver_unmerges_total',
       help: 'Unmerge requests carried out, by outcome: done, failed',

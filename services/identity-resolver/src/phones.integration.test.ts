@@ -1,17 +1,18 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { readToEnd } from '@svc/bus';
 import type { RawLogMessage } from '@svc/contracts';
-import { DEFAULT_IDENTITY_RULES, readWarnings, setIdentityRules } from '@svc/identity';
+import { DEFAULT_IDENTITY_RULES, pendingRestatements, readWarnings, setIdentityRules } from '@svc/identity';
 import { describeWithPostgres } from '@svc/testkit';
 import type { ResolverMetrics } from './metrics';
+import { startRestatingPhones } from './phone-restatement';
 import { replayProjections } from './replay';
 import { Harness } from './test-support/harness';
 
 /**
  * Phone traits on the running resolver: read in the organisation's region
  * (its identity rules) or the deployment's, validated, never guessed; and a
- * replay reads the whole log again under the rules as they are now, so
- * numbers stored under the old reading come back right.
+ * change of region has the resolver read the stored numbers again
+ * (phone-restatement.ts), as a replay of the whole log would.
  */
 describeWithPostgres('phone numbers by the organisation’s identity rules', () => {
   const h = new Harness();
@@ -46,11 +47,27 @@ describeWithPostgres('phone numbers by the organisation’s identity rules', () 
     await setIdentityRules(h.db, org, { ...DEFAULT_IDENTITY_RULES, phone: { default_region: 'GB' } });
     await h.ingest([h.envelope(org, { type: 'identify', anonymousId: 'after-rules', traits: { phone: '020 7946 0958' } })]);
     expect(await profileOf('after-rules')).toBe(await profileOf('international'));
-    // What was stored before stays as it was read.
+    // What was stored before stays as it was read until the resolver reads it again: the region's change queued that.
     expect(await phones()).toEqual(['+442079460958', '+912079460958']);
+    expect(await pendingRestatements(h.db)).toBeGreaterThan(0);
   });
 
-  it('a replay reads the stored numbers again under the rules: one person, no Indian number left', async () => {
+  it('the region’s change has the resolver read the stored numbers again: one person, no Indian number left', async () => {
+    const restating = startRestatingPhones({ db: h.db, logger: h.logger, intervalMs: 60_000 });
+    await restating.pass();
+    await restating.stop();
+    expect(await pendingRestatements(h.db)).toBe(0);
+    expect(await phones()).toEqual(['+442079460958']);
+    const person = await profileOf('before-rules');
+    for (const anonymousId of ['international', 'after-rules']) expect(await profileOf(anonymousId)).toBe(person);
+  });
+
+  it('rules stored again with the same region queue nothing', async () => {
+    await setIdentityRules(h.db, org, { ...DEFAULT_IDENTITY_RULES, phone: { default_region: 'GB' }, limits: { email: 5 } });
+    expect(await pendingRestatements(h.db)).toBe(0);
+  });
+
+  it('a replay reads the whole log again under the rules: the same person', async () => {
     const report = await replayProjections({
       db: h.db,
       logger: h.logger,

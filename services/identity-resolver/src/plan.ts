@@ -49,7 +49,7 @@ export function distinctEvents(envelopes: readonly RawEventEnvelope[], rulesOf: 
 }
 
 /** The signals an event makes us lock and read: its own, and an alias's previousId as either kind. */
-export function lookupSignals(e: PreparedEvent): Signal[] {
+export function lookupSignals(e: Pick<PreparedEvent, 'identity'>): Signal[] {
   const out = signalsOf(e.identity);
   if (e.identity.previousId !== null) {
     out.push({ type: 'user_id', value: e.identity.previousId }, { type: 'anonymous_id', value: e.identity.previousId });
@@ -58,7 +58,7 @@ export function lookupSignals(e: PreparedEvent): Signal[] {
 }
 
 /** The advisory lock keys of every identity the batch touches, distinct and in one global order (no deadlocks between batches). */
-export function identityLockKeys(events: readonly PreparedEvent[]): bigint[] {
+export function identityLockKeys(events: ReadonlyArray<Pick<PreparedEvent, 'orgId' | 'identity'>>): bigint[] {
   const keys = [...new Set(events.flatMap((e) => lookupSignals(e).map((s) => signalLockKey(e.orgId, s.type, s.value))))];
   return keys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
@@ -111,7 +111,7 @@ export function survivorsToLoad(profiles: ReadonlyMap<string, ProfileRow>, loade
  * rules (with the profiles' stored signal counts where they set limits).
  */
 export function buildGraphs(
-  fresh: readonly PreparedEvent[],
+  fresh: ReadonlyArray<Pick<PreparedEvent, 'orgId' | 'identity'>>,
   signals: readonly SignalRow[],
   profiles: Iterable<ProfileRow>,
   rulesOf: (orgId: string) => CompiledIdentityRules,

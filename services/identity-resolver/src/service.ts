@@ -7,6 +7,7 @@ import { resolverConfigSpec } from './config';
 import { resolverMetrics } from './metrics';
 import { startRehashing } from './rehash';
 import { consumersForPool, startResolver } from './start';
+import { startRestatingPhones } from './phone-restatement';
 import { startUnmerging } from './unmerge';
 
 /**
@@ -59,6 +60,15 @@ export async function buildResolver(
     onDone: () => resolver.relay.wake(),
   });
   lifecycle.registerFirst('unmerges', () => unmerges.stop());
+  // Phone signals queued to be read again (a migration, a region change, svcctl phones restate).
+  const restatements = startRestatingPhones({
+    db,
+    logger,
+    metrics: ownMetrics,
+    options: { defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE) },
+    onDone: () => resolver.relay.wake(),
+  });
+  lifecycle.registerFirst('phone-restatements', () => restatements.stop());
   return { readiness: { resolving: resolver.stalls.readinessCheck } };
 }
 

@@ -29,6 +29,7 @@ import type { Db, Logger } from '@svc/runtime';
 import * as sql from './batch-sql';
 import type { ResolverMetrics } from './metrics';
 import { buildGraphs, distinctEvents, identityLockKeys, planBatch, profilesToRescore } from './plan';
+import { startPolling, type Polling } from './polling';
 import type { PlannedMerge } from './resolve';
 
 /**
@@ -216,9 +217,7 @@ export function startUnmerging(o: {
   metrics?: Pick<ResolverMetrics, 'unmerges'>;
   intervalMs?: number;
   onDone?: () => void;
-}): { stop(): Promise<void>; pass(): Promise<void> } {
-  let running: Promise<void> = Promise.resolve();
-  let stopped = false;
+}): Polling {
   const one = async (): Promise<boolean> => {
     let claimed: PendingUnmerge | undefined;
     try {
@@ -242,31 +241,5 @@ export function startUnmerging(o: {
       return true;
     }
   };
-  let busy = false;
-  // One pass at a time: a tick during a long unmerge finds the pass running and leaves it be.
-  const pass = () => {
-    if (busy) return running;
-    busy = true;
-    running = (async () => {
-      try {
-        while (!stopped && (await one()));
-      } catch (err) {
-        if (!stopped) o.logger.warn({ err }, 'unmerges: pass failed; next pass soon');
-      } finally {
-        busy = false;
-      }
-    })();
-    return running;
-  };
-  void pass();
-  const timer = setInterval(() => void pass(), o.intervalMs ?? UNMERGE_POLL_INTERVAL_MS);
-  timer.unref();
-  return {
-    pass,
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return startPolling({ what: 'unmerges', one, logger: o.logger, intervalMs: o.intervalMs ?? UNMERGE_POLL_INTERVAL_MS });
 }

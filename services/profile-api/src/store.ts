@@ -1,7 +1,7 @@
 import { DEFAULT_PHONE_COUNTRY_CODE, adminMergeProfiles, eventIdFor, findUnmerge, requestUnmerge, type UnmergeRequestResult, mayBePhone, phoneDefaultOf, engagementHalfLifeDays, engagementScoreSql, normalisePhone, resolveProfileId } from '@svc/identity';
 import type { ClickIdView, FingerprintView, IdentitySignalView, MergeJournalEntry, ProfileDetail, ProfileListItem, ProfileSortField, StoredEventView, Touch as ContractTouch, UnmergeView } from '@svc/contracts';
 import { isClickExhaustedSql } from '@svc/conversions';
-import type { Db } from '@svc/runtime';
+import { isoTimestampSql, type Db } from '@svc/runtime';
 import type { EventCursor } from './cursor';
 import { ProfileLimits, type SortOrder } from './messages';
 import type { SearchField } from './params';
@@ -118,9 +118,6 @@ const SORT_COLUMNS: Readonly<Record<ProfileSortField, string>> = {
   created_at: 'p.created_at',
 };
 
-/** ISO 8601 in UTC with milliseconds, as JavaScript's toISOString writes it. */
-const isoSql = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
 /** event_timestamp as microseconds since the epoch (exact: extract returns numeric). */
 const microsSql = (column: string) => `((extract(epoch from ${column}) * 1000000)::bigint)::text`;
 const FROM_MICROS = `timestamptz 'epoch' + ?::bigint * interval '1 microsecond'`;
@@ -130,7 +127,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The profile's active identity signals as a JSON array: strongest first (as the resolver ranks them), then most recently seen. */
 const signalsJson = (t: string) => `(select coalesce(json_agg(json_build_object(
     'signal_type', s.signal_type, 'signal_value', s.signal_value, 'confidence', s.confidence,
-    'first_seen_at', ${isoSql('s.first_seen_at')}, 'last_seen_at', ${isoSql('s.last_seen_at')}, 'occurrence_count', s.occurrence_count)
+    'first_seen_at', ${isoTimestampSql('s.first_seen_at')}, 'last_seen_at', ${isoTimestampSql('s.last_seen_at')}, 'occurrence_count', s.occurrence_count)
     order by array_position(array['user_id', 'email', 'phone', 'anonymous_id'], s.signal_type), s.last_seen_at desc, s.signal_value), '[]'::json)
   from identity.identity_signals s where s.org_id = ${t}.org_id and s.profile_id = ${t}.id)`;
 
@@ -231,8 +228,8 @@ export class ProfileStore {
                  where e.org_id = t.org_id and e.profile_id = t.id
                    and e.event_timestamp > ?::timestamptz - interval '30 days' and e.event_timestamp <= ?::timestamptz) as events_last_30_days,
                 t.identified, t.user_id, t.first_touch, t.last_touch,
-                ${isoSql('t.first_seen_at')} as first_seen_at, ${isoSql('t.last_seen_at')} as last_seen_at,
-                t.event_count, ${engagementScoreSql('t', '?::timestamptz')} as engagement_score, ${isoSql('t.created_at')} as created_at
+                ${isoTimestampSql('t.first_seen_at')} as first_seen_at, ${isoTimestampSql('t.last_seen_at')} as last_seen_at,
+                t.event_count, ${engagementScoreSql('t', '?::timestamptz')} as engagement_score, ${isoTimestampSql('t.created_at')} as created_at
          from t`,
         [...target.params, now.toISOString(), now.toISOString(), now.toISOString()],
       );
@@ -268,12 +265,12 @@ export class ProfileStore {
          select ${signalsJson('t')} as signals,
                 (select coalesce(json_agg(json_build_object(
                    'fingerprint_hash', f.fingerprint_hash, 'stability_score', f.stability_score,
-                   'first_seen_at', ${isoSql('f.first_seen_at')}, 'last_seen_at', ${isoSql('f.last_seen_at')}, 'occurrence_count', f.occurrence_count)
+                   'first_seen_at', ${isoTimestampSql('f.first_seen_at')}, 'last_seen_at', ${isoTimestampSql('f.last_seen_at')}, 'occurrence_count', f.occurrence_count)
                    order by f.last_seen_at desc, f.fingerprint_hash), '[]'::json)
                  from identity.fingerprints f where f.org_id = t.org_id and f.profile_id = t.id) as fingerprints,
                 (select coalesce(json_agg(json_build_object(
                    'click_type', c.click_type, 'click_id', c.click_id, 'campaign_source', c.campaign_source,
-                   'campaign_medium', c.campaign_medium, 'first_seen_at', ${isoSql('c.first_seen_at')}, 'is_exhausted', ${isClickExhaustedSql('c')})
+                   'campaign_medium', c.campaign_medium, 'first_seen_at', ${isoTimestampSql('c.first_seen_at')}, 'is_exhausted', ${isClickExhaustedSql('c')})
                    order by c.first_seen_at desc, c.click_type, c.click_id), '[]'::json)
                  from identity.click_ids c where c.org_id = t.org_id and c.profile_id = t.id) as click_ids
          from t`,
@@ -303,9 +300,9 @@ export class ProfileStore {
          (select * from identity.merges m where m.org_id = :org and m.undone_at is not null and m.source_profile_id in (select id from rows)
             and (:before::bigint is null or m.id < :before::bigint) order by m.id desc limit :limit)
        )
-       select m.id::text as id, ${isoSql('m.merged_at')} as merged_at, m.reason, m.signal_type, m.source_profile_id,
+       select m.id::text as id, ${isoTimestampSql('m.merged_at')} as merged_at, m.reason, m.signal_type, m.source_profile_id,
               s.canonical_id as source_canonical_id, m.target_profile_id, m.actor, m.message_id, m.note,
-              ${isoSql('m.undone_at')} as undone_at, m.undone_by
+              ${isoTimestampSql('m.undone_at')} as undone_at, m.undone_by
        from entries m
        join identity.profiles s on s.id = m.source_profile_id
        order by m.id desc
@@ -330,7 +327,7 @@ export class ProfileStore {
       const keyset = q.after ? `and (e.event_timestamp, e.id) < (${FROM_MICROS}, ?::uuid)` : '';
       const { rows } = await this.db.raw<{ rows: Array<Omit<StoredEventView, 'id'> & { profile_id: string; total: number; id: string | null; micros: string }> }>(
         `with t as materialized (select p.id, p.org_id, ${total.sql} as total from (${target.sql}) p)
-         select t.id as profile_id, t.total, e.id, e.event_name, ${isoSql('e.event_timestamp')} as event_timestamp,
+         select t.id as profile_id, t.total, e.id, e.event_name, ${isoTimestampSql('e.event_timestamp')} as event_timestamp,
                 e.properties, e.context, e.resolution_method, ${microsSql('e.event_timestamp')} as micros
          from t left join lateral (
            select e.id, e.event_name, e.event_timestamp, e.properties, e.context, e.resolution_method

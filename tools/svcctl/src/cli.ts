@@ -5,6 +5,7 @@ import { connectorCommands } from './commands/connectors';
 import { dlqCommands } from './commands/dlq';
 import { erasureCommands } from './commands/erasure';
 import { keyCommands } from './commands/keys';
+import { phoneCommands } from './commands/phones';
 import { replayCommands } from './commands/replay';
 import { ruleCommands } from './commands/rules';
 import { warningCommands } from './commands/warnings';
@@ -20,6 +21,7 @@ const COMMANDS: Record<string, Command> = {
   ...erasureCommands,
   ...keyCommands,
   ...warningCommands,
+  ...phoneCommands,
 };
 
 /** Usage lines of every command, for `help` and for usage errors. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '@svc/bus';
 import { ERASURE_SCOPE, type ErasableIdentifierType, type ErasureRequest, type ErasureView, type TopicSpec } from '@svc/contracts';
-import type { Db } from '@svc/runtime';
+import { isoTimestampSql, type Db } from '@svc/runtime';
 import { UUID_PATTERN } from '../ids';
 import { phoneDefaultOf } from '../identity-rules';
 import { resolveProfileId } from '../profiles';
@@ -122,8 +122,8 @@ async function existingErasure(db: Db, orgId: string, { id }: { id: string }): P
 
 const VIEW_SQL = `select r.id, coalesce(o.status, 'pending') as status, o.failure_reason, r.target_kind as requested_by_kind,
          r.profile_id, r.canonical_id, r.scope, r.actor, r.reason,
-         to_char(r.requested_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as requested_at,
-         to_char(o.completed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as completed_at,
+         ${isoTimestampSql('r.requested_at')} as requested_at,
+         ${isoTimestampSql('o.completed_at')} as completed_at,
          case when o.status = 'done' then cardinality(o.profile_ids) end as profiles_erased
   from privacy.erasure_requests r left join privacy.erasure_outcomes o on o.erasure_id = r.id`;
 

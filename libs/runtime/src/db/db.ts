@@ -57,6 +57,14 @@ export function preparedRaw<T = unknown>(db: Db, sql: string, bindings: readonly
   return db.raw<T>(sql, bindings as Knex.RawBinding[]).options({ name });
 }
 
+/**
+ * SQL giving a timestamptz column as the ISO 8601 text the interface answers
+ * with (`2026-11-28T09:30:00.000Z`, UTC), to milliseconds or, `precision`
+ * 'US', microseconds: formatted by PostgreSQL, so the row needs no Date.
+ */
+export const isoTimestampSql = (column: string, precision: 'MS' | 'US' = 'MS'): string =>
+  `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.${precision}"Z"')`;
+
 /** True when the database answers a trivial query; for readiness checks. */
 export async function pingDb(db: Db): Promise<boolean> {
   try {
