@@ -81,5 +81,7 @@ export const conversionsMigrations: MigrationSet = {
       end
       $$;
     `),
+    // With tracing on, the W3C traceparent of the span that queued a row: its delivery's span is a child of it.
+    sqlMigration('0003_queue_traceparent', 'alter table conversions.queue add column traceparent text'),
   ],
 };

@@ -365,5 +365,7 @@ export const identityMigrations: MigrationSet = {
       );
       ${QUEUE_PHONE_RESTATEMENT_SQL('null::uuid')};
     `),
+    // With tracing on, the W3C traceparent of the span that wrote a row: the relay sends it in the message's header.
+    sqlMigration('0015_outbox_traceparent', 'alter table identity.outbox add column traceparent text'),
   ],
 };

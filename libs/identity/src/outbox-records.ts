@@ -23,6 +23,8 @@ export interface OutboxMessage {
    * entry, a read and a delete per event.
    */
   eventIds: readonly string[] | null;
+  /** With tracing on: the W3C traceparent of the span that wrote it, sent in the message's header. */
+  traceparent?: string;
 }
 
 export type OutputTopics = { [K in OutboxTopic]: TopicSpec };
@@ -58,15 +60,15 @@ export function outboxRecords(messages: readonly OutboxMessage[]): string {
     const problem = m.payload === null ? undefined : firstSchemaError(Topics[m.topic].schema, m.payload);
     if (problem !== undefined) throw new SchemaViolationError(Topics[m.topic].name, problem);
   }
-  return JSON.stringify(messages.map((m) => ({ topic: m.topic, key: m.key, payload: m.payload, event_ids: m.eventIds })));
+  return JSON.stringify(messages.map((m) => ({ topic: m.topic, key: m.key, payload: m.payload, event_ids: m.eventIds, traceparent: m.traceparent ?? null })));
 }
 
 /**
  * Inserts outboxRecords (its one `?`) in their order, so ids follow it. A
  * statement of its own, or a data-modifying CTE of a larger one.
  */
-export const OUTBOX_INSERT = `insert into identity.outbox (topic, message_key, payload, event_ids)
-     select r.topic, r.key, r.payload, r.event_ids
-     from rows from (jsonb_to_recordset(?::jsonb) as (topic text, key text, payload jsonb, event_ids uuid[]))
-       with ordinality as r (topic, key, payload, event_ids, n)
+export const OUTBOX_INSERT = `insert into identity.outbox (topic, message_key, payload, event_ids, traceparent)
+     select r.topic, r.key, r.payload, r.event_ids, r.traceparent
+     from rows from (jsonb_to_recordset(?::jsonb) as (topic text, key text, payload jsonb, event_ids uuid[], traceparent text))
+       with ordinality as r (topic, key, payload, event_ids, traceparent, n)
      order by r.n`;

@@ -60,3 +60,15 @@ export { SealedBlobError, openBytes, pooledRandomBytes, sealBytes } from './cryp
 export { timeOrderedUuid } from './crypto/time-ordered-uuid';
 export { SecretKeyError, generateSecretKey, parseSecretKey, secretKeyFromDataDir } from './crypto/secret-key';
 export { admit, perIpRateLimited, perOrgIpRule, rateLimitHeaders, type AdmissionDeps } from './rate-limit/http';
+export {
+  NO_TRACING,
+  TRACEPARENT_HEADER,
+  inConsumerSpans,
+  parentContext,
+  startTracing,
+  traceparentOf,
+  tracingConfigSpec,
+  type Tracing,
+  type TracingConfig,
+} from './tracing/tracing';
+export { SpanKind, SpanStatusCode, type Span, type Tracer } from '@opentelemetry/api';

@@ -1,2 +1,2 @@
 export { serviceConfigSpec, type ServiceConfig } from './config';
-export { checkConnections, runService, startFailure, startService, type BuiltService, type RunningService, type ServiceContext, type ServiceDefinition } from './run-service';
+export { PRODUCT_VERSION, checkConnections, runService, startFailure, startService, type BuiltService, type RunningService, type ServiceContext, type ServiceDefinition } from './run-service';

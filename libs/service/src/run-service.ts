@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Router } from 'express';
 import { checkBus, createBus, type Bus } from '@svc/bus';
 import {
@@ -15,16 +17,21 @@ import {
   observeDbPool,
   readinessFromChecks,
   serveHttp,
+  startTracing,
   type ConfigValues,
   type DatabaseConnection,
   type Db,
   type Logger,
   type Metrics,
   type SignalTarget,
+  type Tracing,
   type VarSpec,
 } from '@svc/runtime';
 import { serviceConfigSpec, type ServiceConfig } from './config';
 import { clusterMetricsRenderer, isClusterWorker, runPrimary, stopSignals } from './workers';
+
+/** The product's version (every package carries it), for the spans' service.version. */
+export const PRODUCT_VERSION = (JSON.parse(readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
 
 /** What a service's `build` is handed: everything it may use, already started. */
 export interface ServiceContext<C extends ServiceConfig = ServiceConfig> {
@@ -38,6 +45,8 @@ export interface ServiceContext<C extends ServiceConfig = ServiceConfig> {
   metrics: Metrics;
   /** The process's one count of keys that did not verify, per client address: every route that authenticates passes it. */
   failedAuth: FailedAuthThrottle;
+  /** Where the service's spans go (NO_TRACING unless OTEL_EXPORTER_OTLP_ENDPOINT is set). */
+  tracing: Tracing;
 }
 
 /** What a service adds to the process: routes under /functions/v1, and readiness checks beside the database's. */
@@ -114,11 +123,14 @@ async function startWithConfig<S extends Record<string, VarSpec<unknown>>>(
     const bus = await createBus(config, { db, logger, metricsRegistry: metrics.registry });
     lifecycle.registerFirst('bus', () => bus.close());
     const failedAuth = failedAuthThrottle(config.UNAUTHENTICATED_PER_MINUTE, metrics);
-    const built = await definition.build({ config, logger, lifecycle, db, bus, metrics, failedAuth });
+    const tracing = startTracing(definition.name, PRODUCT_VERSION, config, logger);
+    if (tracing.enabled) lifecycle.registerFirst('tracing', () => tracing.shutdown());
+    const built = await definition.build({ config, logger, lifecycle, db, bus, metrics, failedAuth, tracing });
     const http = await serveHttp({
       config,
       logger,
       metrics,
+      tracing,
       readiness: readinessFromChecks({ database: databaseCheck(db, definition.servesWithoutDatabase?.(config) === true), ...built.readiness }, { logger }),
       mount: (router) => built.mount?.(router),
     });

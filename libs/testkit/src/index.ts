@@ -12,3 +12,4 @@ export { script as infraScript, startLocalPostgres, type LocalPostgres } from '.
 export { describeWithKafkaAnd, isExecutable, missingPrograms } from './programs';
 export { acknowledgedBy, longestGapWithoutOk, startLoad, unacknowledgedAnswers, within, type LoadCounts, type LoadOptions, type LoadResult, type LoadRun, type Outcome, type RequestRecord } from './load';
 export { waitFor } from './wait-for';
+export { describeWithOtelCollector, otelCollectorBinary, startOtelCollector, type ExportedSpan, type RunningOtelCollector } from './otel-collector';

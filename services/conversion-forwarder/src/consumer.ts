@@ -1,7 +1,7 @@
-import type { MessageBatch } from '@svc/bus';
+import type { IncomingMessage, MessageBatch } from '@svc/bus';
 import type { ConversionCandidate } from '@svc/contracts';
 import { clickIdsOfProfile } from '@svc/identity';
-import type { Db, Logger } from '@svc/runtime';
+import { inConsumerSpans, type Db, type Logger, type Tracer } from '@svc/runtime';
 import type { ConnectorStore } from './connectors';
 import type { ForwarderMetrics } from './metrics';
 import { pickClick, qualifyingConnectors, toConversion, type StoredClick } from './plan';
@@ -16,6 +16,8 @@ export interface CandidateHandlerDeps {
   metrics?: ForwarderMetrics;
   /** Called after rows were queued, so delivery starts without waiting for its poll. */
   onQueued?: () => void;
+  /** With tracing on: a span per request the batch's candidates came from (a child of the resolver's), which their rows keep. */
+  tracer?: Tracer;
   now?: () => Date;
 }
 
@@ -28,12 +30,13 @@ const ALL_CLICK_TYPES = [...new Set(Object.values(USABLE_CLICK_TYPES).flat())];
  */
 export function createCandidateHandler(deps: CandidateHandlerDeps) {
   const now = deps.now ?? (() => new Date());
-  return async (batch: MessageBatch<ConversionCandidate>): Promise<void> => {
-    const candidates = batch.messages.map((m) => m.value);
-    const rules = await deps.connectors.activeRules([...new Set(candidates.map((c) => c.orgId))]);
+  const queueCandidates = async (batch: MessageBatch<ConversionCandidate>, traceOf?: (m: IncomingMessage<ConversionCandidate>) => string | undefined): Promise<void> => {
+    const rules = await deps.connectors.activeRules([...new Set(batch.messages.map((m) => m.value.orgId))]);
     const rows: NewQueueRow[] = [];
     const expired = new Map<string, StoredClick & { orgId: string }>();
-    for (const candidate of candidates) {
+    for (const message of batch.messages) {
+      const candidate = message.value;
+      const traceparent = traceOf?.(message);
       const targets = qualifyingConnectors(candidate, rules);
       if (targets.length === 0) continue;
       const clicks = await clicksOf(deps.db, candidate.orgId, candidate.profileId);
@@ -54,6 +57,7 @@ export function createCandidateHandler(deps: CandidateHandlerDeps) {
           eventName: candidate.eventName,
           orderId: candidate.orderId,
           conversion: toConversion(candidate, click),
+          ...(traceparent === undefined ? {} : { traceparent }),
         });
       }
     }
@@ -62,6 +66,7 @@ export function createCandidateHandler(deps: CandidateHandlerDeps) {
     countQueued(deps.metrics, rows, queued);
     if (queued.length > 0) deps.onQueued?.();
   };
+  return (batch: MessageBatch<ConversionCandidate>): Promise<void> => inConsumerSpans(deps.tracer, batch.topic, batch.messages, (traceOf) => queueCandidates(batch, traceOf));
 }
 
 /** The click IDs of the profile the candidate names, or of the profile it was merged into since. */

@@ -1,10 +1,9 @@
-import type { Logger } from '@svc/runtime';
+import { SpanKind, SpanStatusCode, parentContext, type Db, type Logger, type Span, type Tracer } from '@svc/runtime';
 import type { Connector, ConnectorStore } from './connectors';
 import { markExhausted } from './consumer';
 import type { ForwarderMetrics } from './metrics';
 import type { DeliveryOutcome, PlatformClient } from './platforms/types';
 import type { ClaimedRow, ConversionQueue } from './queue';
-import type { Db } from '@svc/runtime';
 
 export interface RetryPolicy {
   /** Attempts in all, the first included; then the row is `dead`. */
@@ -39,6 +38,8 @@ export interface DeliveryWorkerOptions {
   pollIntervalMs?: number;
   /** How long a claimed row is held before another worker may take it (a crash mid-call). */
   leaseMs?: number;
+  /** With tracing on: each delivery a span, a child of the one that queued its row. */
+  tracer?: Tracer;
 }
 
 /**
@@ -110,6 +111,7 @@ export class DeliveryWorker {
       return;
     }
     const stopTimer = this.o.metrics?.deliverySeconds.startTimer({ platform: row.platform });
+    const span = this.o.tracer?.startSpan(`deliver ${row.platform}`, { kind: SpanKind.CLIENT, attributes: { 'svc.platform': row.platform, 'svc.attempt': row.attempts } }, parentContext(row.traceparent ?? undefined));
     let outcome: DeliveryOutcome;
     try {
       outcome = await this.client(connector).send(row.conversion);
@@ -118,6 +120,7 @@ export class DeliveryWorker {
       outcome = { kind: 'retry', status: null, error: `client error: ${(err as Error).message}` };
     }
     stopTimer?.();
+    if (span) endDeliverySpan(span, outcome);
     await this.record(row, outcome);
   }
 
@@ -157,4 +160,12 @@ export class DeliveryWorker {
     this.clients.set(connector.id, { version: connector.version, client });
     return client;
   }
+}
+
+/** The delivery's span: its outcome and the platform's HTTP status; failed unless sent. */
+function endDeliverySpan(span: Span, outcome: DeliveryOutcome): void {
+  span.setAttribute('svc.outcome', outcome.kind);
+  if (outcome.status !== null) span.setAttribute('http.response.status_code', outcome.status);
+  if (outcome.kind !== 'sent') span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error });
+  span.end();
 }

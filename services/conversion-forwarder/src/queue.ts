@@ -22,6 +22,8 @@ export interface NewQueueRow {
   eventName: string;
   orderId: string | null;
   conversion: Conversion;
+  /** With tracing on: the span that queued it (its delivery's span is a child). */
+  traceparent?: string;
 }
 
 export interface ClaimedRow {
@@ -31,6 +33,7 @@ export interface ClaimedRow {
   platform: Platform;
   attempts: number;
   conversion: Conversion;
+  traceparent: string | null;
 }
 
 /** What `svcctl conversions list` shows: no secrets, no contact details, not even hashed. */
@@ -88,6 +91,7 @@ export class ConversionQueue {
           event_name: r.eventName,
           order_id: r.orderId,
           conversion: JSON.stringify(r.conversion),
+          traceparent: r.traceparent ?? null,
         })),
       )
       .onConflict()
@@ -99,7 +103,7 @@ export class ConversionQueue {
   /** Takes up to `limit` due rows of active connectors, leasing each for `leaseMs`. */
   async claimDue(limit: number, leaseMs: number): Promise<ClaimedRow[]> {
     const { rows } = await this.db.raw<{
-      rows: Array<{ id: string; org_id: string; connector_id: string; platform: Platform; attempts: number; conversion: StoredConversion }>;
+      rows: Array<{ id: string; org_id: string; connector_id: string; platform: Platform; attempts: number; conversion: StoredConversion; traceparent: string | null }>;
     }>(
       `update conversions.queue q
        set attempts = q.attempts + 1, next_attempt_at = now() + make_interval(secs => ?), updated_at = now()
@@ -110,7 +114,7 @@ export class ConversionQueue {
          order by d.next_attempt_at
          limit ?
          for update of d skip locked)
-       returning q.id, q.org_id, q.connector_id, q.platform, q.attempts, q.conversion`,
+       returning q.id, q.org_id, q.connector_id, q.platform, q.attempts, q.conversion, q.traceparent`,
       [leaseMs / 1000, limit],
     );
     return rows.map((r) => ({
@@ -120,6 +124,7 @@ export class ConversionQueue {
       platform: r.platform,
       attempts: r.attempts,
       conversion: revive(r.conversion),
+      traceparent: r.traceparent,
     }));
   }
 

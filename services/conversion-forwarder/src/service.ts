@@ -15,7 +15,7 @@ import { startForwarder } from './start';
  * stack may keep one in DATA_DIR).
  */
 export async function buildForwarder(
-  { config, db, bus, logger, metrics, lifecycle }: ServiceContext<ServiceConfig & ConfigValues<typeof forwarderOwnConfigSpec>>,
+  { config, db, bus, logger, metrics, lifecycle, tracing }: ServiceContext<ServiceConfig & ConfigValues<typeof forwarderOwnConfigSpec>>,
   secretKey: Buffer,
   hashes: IdentifierHashes,
 ): Promise<BuiltService> {
@@ -29,6 +29,7 @@ export async function buildForwarder(
     metrics: forwarderMetrics(metrics),
     retry: { maxAttempts: config.FORWARDER_MAX_ATTEMPTS, baseMs: config.FORWARDER_RETRY_BASE_MS, capMs: config.FORWARDER_RETRY_CAP_MS },
     pollIntervalMs: config.FORWARDER_POLL_INTERVAL_MS,
+    ...(tracing.enabled ? { tracer: tracing.tracer('conversion-forwarder') } : {}),
   });
   lifecycle.registerFirst('conversion-forwarder', () => forwarder.stop(), { timeoutMs: 30_000 });
   observeForwarderQueue(metrics, db);

@@ -1,7 +1,7 @@
 import type { Bus } from '@svc/bus';
 import type { ConversionCandidate, ProfileErased, TopicSpec } from '@svc/contracts';
 import type { IdentifierHashes } from '@svc/identity';
-import type { Db, Logger } from '@svc/runtime';
+import type { Db, Logger, Tracer } from '@svc/runtime';
 import { ConnectorStore, type Connector } from './connectors';
 import { createCandidateHandler } from './consumer';
 import { createErasureHandler } from './erasure';
@@ -27,6 +27,8 @@ export interface StartForwarderOptions {
   leaseMs?: number;
   /** Tests only: replaces the platform clients. */
   clientFor?: (connector: Connector) => PlatformClient;
+  /** With tracing on: spans for the candidates consumed and each delivery. */
+  tracer?: Tracer;
 }
 
 export interface RunningForwarder {
@@ -48,6 +50,7 @@ export async function startForwarder(o: StartForwarderOptions): Promise<RunningF
     ...(o.retry ? { retry: o.retry } : {}),
     ...(o.pollIntervalMs === undefined ? {} : { pollIntervalMs: o.pollIntervalMs }),
     ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }),
+    ...(o.tracer ? { tracer: o.tracer } : {}),
   });
   await o.bus.ensureTopics([o.candidatesTopic, ...(o.erasures ? [o.erasures.topic] : [])]);
   worker.start();
@@ -62,6 +65,7 @@ export async function startForwarder(o: StartForwarderOptions): Promise<RunningF
         logger: o.logger,
         ...(o.metrics ? { metrics: o.metrics } : {}),
         onQueued: () => worker.wake(),
+        ...(o.tracer ? { tracer: o.tracer } : {}),
       }),
     });
     const erasures = o.erasures

@@ -1,6 +1,6 @@
 import { DLQ_REASON_HEADER, SchemaViolationError, deadLetterTopicFor, type Bus, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import { Topics, firstSchemaError, type ResolvedEvent } from '@svc/contracts';
-import { preparedRaw, type Db, type Logger } from '@svc/runtime';
+import { TRACEPARENT_HEADER, preparedRaw, type Db, type Logger } from '@svc/runtime';
 import { namedLockKey, type OutboxTopic, type OutputTopics } from '@svc/identity';
 import { type ResolverMetrics } from './metrics';
 import { resolvedEventOf, type ResolvedEventRow } from './plan';
@@ -27,6 +27,7 @@ interface OutboxRow {
   /** events.resolved: the events a transaction stored, in order (event_id: the one event of a row an earlier release wrote). */
   event_ids: string[] | null;
   event_id: string | null;
+  traceparent: string | null;
 }
 
 /** The events an events.resolved row names, in order. */
@@ -44,12 +45,13 @@ interface Item {
 
 /** The messages of a row, and the events it names that are gone (erased since). */
 function itemsOf(row: OutboxRow, events: ReadonlyMap<string, ResolvedEvent>): { items: Item[]; gone: string[] } {
-  if (row.topic !== 'eventsResolved') return { items: [{ row, eventId: null, message: { key: row.message_key ?? '', value: row.payload } }], gone: [] };
+  const headers = row.traceparent === null ? undefined : { [TRACEPARENT_HEADER]: row.traceparent };
+  if (row.topic !== 'eventsResolved') return { items: [{ row, eventId: null, message: { key: row.message_key ?? '', value: row.payload, ...(headers ? { headers } : {}) } }], gone: [] };
   const items: Item[] = [];
   const gone: string[] = [];
   for (const eventId of eventIdsOf(row)) {
     const event = events.get(eventId);
-    if (event) items.push({ row, eventId, message: { key: event.profileId, value: event } });
+    if (event) items.push({ row, eventId, message: { key: event.profileId, value: event, ...(headers ? { headers } : {}) } });
     else gone.push(eventId);
   }
   return { items, gone };
@@ -162,7 +164,7 @@ export class OutboxRelay {
         rows: Array<{ ok: boolean }>;
       };
       if (!lock[0]?.ok) return { moreWaiting: false };
-      const { rows: oldest } = (await preparedRaw(trx, 'select id, topic, message_key, payload, event_ids, event_id from identity.outbox order by id limit ?', [this.batchSize])) as {
+      const { rows: oldest } = (await preparedRaw(trx, 'select id, topic, message_key, payload, event_ids, event_id, traceparent from identity.outbox order by id limit ?', [this.batchSize])) as {
         rows: OutboxRow[];
       };
       const rows = withinBatch(oldest, this.batchSize);

@@ -523,11 +523,21 @@ export function usageOf(fresh: readonly PreparedEvent[]): Array<{ orgId: string;
  * events.resolved messages, in order), and a conversion candidate per qualifying event (with the event's
  * contact details, else the profile's).
  */
-export function outputMessages(plan: BatchPlan, fresh: readonly PreparedEvent[], qualifying: Qualifying, contacts: Contacts, rulesOf: (orgId: string) => Pick<CompiledIdentityRules, 'phoneDefault'>): OutboxMessage[] {
+export function outputMessages(
+  plan: BatchPlan,
+  fresh: readonly PreparedEvent[],
+  qualifying: Qualifying,
+  contacts: Contacts,
+  rulesOf: (orgId: string) => Pick<CompiledIdentityRules, 'phoneDefault'>,
+  traceparents?: ReadonlyMap<string, string>,
+): OutboxMessage[] {
   const outbox: OutboxMessage[] = [];
   const createdIds = new Set(plan.created.map((p) => p.id));
   for (const [id, d] of plan.deltas) if (!createdIds.has(id)) outbox.push(profileChange(d.orgId, id, 'updated'));
   outbox.push(resolvedEventsRef(fresh.map((e) => e.eventId)));
+  // The batch's own messages carry its first request's trace; a conversion candidate its event's.
+  const batchTrace = traceparents?.get(fresh[0]?.requestId ?? '');
+  if (batchTrace !== undefined) for (const m of outbox) m.traceparent = batchTrace;
   for (const { e, profileId } of qualifying) {
     const known = contacts.get(profileId);
     const payload = conversionCandidate({
@@ -543,7 +553,8 @@ export function outputMessages(plan: BatchPlan, fresh: readonly PreparedEvent[],
       phone: e.identity.phone ?? normalisePhone(e.properties.phone, rulesOf(e.orgId).phoneDefault) ?? known?.phone ?? null,
       clientIp: e.clientIp,
     });
-    outbox.push({ topic: 'conversionsCandidates', key: profileId, payload, eventIds: null });
+    const traceparent = traceparents?.get(e.requestId);
+    outbox.push({ topic: 'conversionsCandidates', key: profileId, payload, eventIds: null, ...(traceparent === undefined ? {} : { traceparent }) });
   }
   return outbox;
 }

@@ -13,6 +13,8 @@ export class PoisonEventError extends Error {
 /** Everything the batch transaction needs from one raw envelope, computed before any I/O. */
 export interface PreparedEvent {
   orgId: string;
+  /** The gateway request that brought the event (its trace, when tracing is on: BatchOptions.traceparents). */
+  requestId: string;
   messageId: string;
   eventId: string;
   type: RawEventEnvelope['event']['type'];
@@ -65,6 +67,7 @@ export function prepareEvent(envelope: RawEventEnvelope, rules: CompiledIdentity
   const context = { ...storedContext(event.context), ip_address: envelope.clientIp };
   return {
     orgId: envelope.orgId,
+    requestId: envelope.requestId,
     messageId: event.messageId,
     eventId: eventIdFor(envelope.orgId, event.messageId),
     type: event.type,

@@ -39,6 +39,8 @@ export interface BatchOptions {
    * them stored.
    */
   restate?: boolean;
+  /** With tracing on: the traceparent of the span resolving each request's events (by requestId), carried by their outputs. */
+  traceparents?: ReadonlyMap<string, string>;
 }
 
 export interface BatchOutcome {
@@ -108,7 +110,7 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   const contacts = await sql.rescoreAndReadContacts(trx, profilesToRescore(plan.effects.fingerprints), contactsNeeded(qualifying));
   if (options.restate) return outcome;
 
-  await sql.addUsageAndOutputs(trx, usageOf(fresh), outputMessages(plan, fresh, qualifying, contacts, identityRules.rules));
+  await sql.addUsageAndOutputs(trx, usageOf(fresh), outputMessages(plan, fresh, qualifying, contacts, identityRules.rules, options.traceparents));
   outcome.warnings = warningsOf(fresh, graphs);
   await recordWarnings(trx, outcome.warnings);
   outcome.resolved = resolvedEvents(plan.effects);

@@ -9,7 +9,7 @@ import {
   type MessageBatch,
 } from '@svc/bus';
 import type { RawEventEnvelope, RawLogMessage, ResolvedEvent, TopicSpec } from '@svc/contracts';
-import { DEGRADED, type Db, type Logger } from '@svc/runtime';
+import { DEGRADED, inConsumerSpans, type Db, type Logger, type Tracer } from '@svc/runtime';
 import { classifyFailure, inTransactionWithRetry, openRawLog, type DataKeyReader, type FailureKind, type OutputTopics } from '@svc/identity';
 import type { ResolverMetrics } from './metrics';
 import { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
@@ -35,6 +35,8 @@ export interface ResolverDeps {
   onCommitted?: (resolved: readonly ResolvedEvent[]) => void;
   /** Where batches failing without proof of bad data are counted (readiness reads it); one per process. */
   stalls?: StallWatch;
+  /** With tracing on: each transaction's events get a span per request they came in (a child of its traceparent). */
+  tracer?: Tracer;
 }
 
 /** A batch failed on events that were not proven bad: handed back to the bus, retried after its back-off, never dead-lettered. */
@@ -128,12 +130,15 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawLogMe
     const started = process.hrtime.bigint();
     // Sealed events open with their subject's key; an event whose key an erasure deleted is left out.
     const opened = await openRawLog(deps.keys, messages.map((m) => m.value));
-    const outcome = await inTransactionWithRetry(deps.db, (trx) => processBatch(trx, opened.events, deps.batch), {
-      attempts: deps.transactionAttempts ?? 8,
-      onRetry: (attempt, err) => {
-        deps.metrics?.transactionRetries.inc();
-        deps.logger.debug({ attempt, err }, 'resolver: transaction conflicted; running it again');
-      },
+    const outcome = await inConsumerSpans(deps.tracer, deps.topics.eventsRaw.name, messages, (traceOf) => {
+      const batch = traceOf ? { ...deps.batch, traceparents: requestTraces(messages, traceOf) } : deps.batch;
+      return inTransactionWithRetry(deps.db, (trx) => processBatch(trx, opened.events, batch), {
+        attempts: deps.transactionAttempts ?? 8,
+        onRetry: (attempt, err) => {
+          deps.metrics?.transactionRetries.inc();
+          deps.logger.debug({ attempt, err }, 'resolver: transaction conflicted; running it again');
+        },
+      });
     });
     if (stalls.stalled > 0) for (const m of messages) stalls.settled(keyOf(m));
     deps.onCommitted?.(outcome.resolved);
@@ -276,4 +281,15 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawLogMe
   return async (batch: MessageBatch<RawLogMessage>) => {
     for (const part of chunk(batch.messages, perTransaction)) await handle(part);
   };
+}
+
+/** The traceparent of the span of each request's messages, by requestId (what the batch's outputs carry). */
+function requestTraces(messages: ReadonlyArray<IncomingMessage<RawLogMessage>>, traceOf: (m: IncomingMessage<RawLogMessage>) => string | undefined): Map<string, string> {
+  const traces = new Map<string, string>();
+  for (const m of messages) {
+    if (traces.has(m.value.requestId)) continue;
+    const traceparent = traceOf(m);
+    if (traceparent !== undefined) traces.set(m.value.requestId, traceparent);
+  }
+  return traces;
 }

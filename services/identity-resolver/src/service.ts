@@ -16,7 +16,7 @@ import { startUnmerging } from './unmerge';
  * As many members as RESOLVER_CONSUMERS asks and the pool (`poolMax`) allows.
  */
 export async function buildResolver(
-  { config, db, bus, logger, metrics, lifecycle }: ServiceContext<ServiceConfig & ConfigValues<typeof resolverConfigSpec>>,
+  { config, db, bus, logger, metrics, lifecycle, tracing }: ServiceContext<ServiceConfig & ConfigValues<typeof resolverConfigSpec>>,
   poolMax: number,
   masterKeys: MasterKeyRing,
   hashes: IdentifierHashes,
@@ -41,6 +41,7 @@ export async function buildResolver(
     batchWaitMs: config.RESOLVER_BATCH_WAIT_MS,
     consumers,
     relay: { intervalMs: config.OUTBOX_RELAY_INTERVAL_MS },
+    ...(tracing.enabled ? { tracer: tracing.tracer('identity-resolver') } : {}),
     batch: {
       defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE),
       // Candidates only for names the organisation's active connectors forward.

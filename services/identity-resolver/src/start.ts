@@ -1,7 +1,7 @@
 import { deadLetterTopicFor, type Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
 import { DataKeyReader, type IdentifierHashes, type MasterKeyRing } from '@svc/identity';
-import type { Db, Logger } from '@svc/runtime';
+import type { Db, Logger, Tracer } from '@svc/runtime';
 import { DEFAULT_RESOLVER_BATCH_SIZE } from './config';
 import { createErasureHandler } from './erasure';
 import { type ResolverMetrics } from './metrics';
@@ -61,6 +61,7 @@ export interface StartResolverOptions {
   /** Passed to the handler; see ResolverDeps. */
   transactionAttempts?: number;
   poisonAttempts?: number;
+  tracer?: Tracer;
 }
 
 export interface RunningResolver {
@@ -109,6 +110,7 @@ export async function startResolver(o: StartResolverOptions): Promise<RunningRes
     maxEventsPerTransaction: maxBatchSize,
     ...(o.transactionAttempts === undefined ? {} : { transactionAttempts: o.transactionAttempts }),
     ...(o.poisonAttempts === undefined ? {} : { poisonAttempts: o.poisonAttempts }),
+    ...(o.tracer ? { tracer: o.tracer } : {}),
     onCommitted: (resolved) => {
       relay.remember(resolved);
       relay.wake();

@@ -12,6 +12,8 @@ import {
   readJsonBody,
   rejectOversizedContentLength,
   sendJson,
+  traceparentOf,
+  TRACEPARENT_HEADER,
   type AdmissionDeps,
   type Logger,
   type RateLimiter,
@@ -126,11 +128,10 @@ export async function ingestBatch(deps: GatewayDeps, admitted: AdmittedBatch, re
   const failures: EventFailure[] = [...prepared.failures];
   let processed = 0;
   if (prepared.events.length > 0) {
-    const messages = await sealedMessages(deps, key.orgId, prepared.events);
+    const messages = await sealedMessages(deps, key.orgId, prepared.events, traceparentOf(res.locals.span));
     const timer = deps.metrics.produceSeconds.startTimer();
     let results;
     try {
-      // No Kafka headers: the envelope carries the request id, and kafkajs spends a buffer of its own on each header.
       results = await produceEachAlone(deps, messages);
     } catch (err) {
       if (err instanceof BusUnavailableError) throw unavailable(err);
@@ -146,6 +147,7 @@ export async function ingestBatch(deps: GatewayDeps, admitted: AdmittedBatch, re
   }
 
   record(deps, prepared, failures, processed, batch.length, res.locals.log ?? deps.logger);
+  res.locals.span?.setAttributes({ 'svc.org_id': key.orgId, 'svc.events.accepted': processed, 'svc.events.refused': failures.length });
   if (key.planState === 'grace') res.setHeader(Headers.quotaStatus, 'grace');
   const duration_ms = Math.round(performance.now() - started);
   sendJson(
@@ -165,7 +167,12 @@ export async function ingestBatch(deps: GatewayDeps, admitted: AdmittedBatch, re
  * key was never held here): the request gets the log-down 503, and the
  * client sends it again.
  */
-async function sealedMessages(deps: GatewayDeps, orgId: string, events: ReturnType<typeof prepareEvents>['events']): Promise<Array<OutgoingMessage<RawLogMessage>>> {
+async function sealedMessages(
+  deps: GatewayDeps,
+  orgId: string,
+  events: ReturnType<typeof prepareEvents>['events'],
+  traceparent: string | undefined,
+): Promise<Array<OutgoingMessage<RawLogMessage>>> {
   let keys;
   try {
     keys = await deps.subjectKeys.forSubjects(
@@ -176,9 +183,12 @@ async function sealedMessages(deps: GatewayDeps, orgId: string, events: ReturnTy
     if (isDatabaseUnavailable(err)) throw unavailable(err);
     throw err;
   }
+  // No headers but the request's trace context when tracing is on: the envelope carries the request id, and kafkajs
+  // spends a buffer of its own on each header.
+  const headers = traceparent === undefined ? undefined : { [TRACEPARENT_HEADER]: traceparent };
   return events.map(({ envelope }) => {
     const dataKey = keys.get(envelope.event.anonymousId)!;
-    return { key: `${orgId}:${dataKey.id}`, value: sealRawEvent(envelope, dataKey) };
+    return { key: `${orgId}:${dataKey.id}`, value: sealRawEvent(envelope, dataKey), ...(headers ? { headers } : {}) };
   });
 }
 

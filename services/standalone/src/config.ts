@@ -4,7 +4,7 @@ import { resolverConfigSpec } from '@svc/identity-resolver';
 import { identifierHashConfigSpec, rawLogKeyConfigSpec } from '@svc/identity';
 import { gatewayOwnConfigSpec } from '@svc/ingest-gateway';
 import { profileApiOwnConfigSpec } from '@svc/profile-api';
-import { databaseTlsConfigSpec, env, httpServiceConfigSpec, startupConfigSpec } from '@svc/runtime';
+import { databaseTlsConfigSpec, env, httpServiceConfigSpec, startupConfigSpec, tracingConfigSpec } from '@svc/runtime';
 
 /** Every variable the standalone stack reads; README's configuration table mirrors this. */
 export const standaloneConfigSpec = {
@@ -27,4 +27,5 @@ export const standaloneConfigSpec = {
   ...resolverConfigSpec,
   ...rawLogKeyConfigSpec,
   ...identifierHashConfigSpec,
+  ...tracingConfigSpec,
 };

@@ -16,11 +16,12 @@ import {
   runMigrations,
   serveHttp,
   startEmbeddedPostgres,
+  startTracing,
   type ConfigValues,
   type DatabaseConnection,
   type Logger,
 } from '@svc/runtime';
-import { checkConnections, type BuiltService, type ServiceContext } from '@svc/service';
+import { PRODUCT_VERSION, checkConnections, type BuiltService, type ServiceContext } from '@svc/service';
 import type { standaloneConfigSpec } from './config';
 import { allMigrations } from './migrations';
 
@@ -62,13 +63,15 @@ export async function startStack(config: StackConfig, logger: Logger, signals?: 
     const metrics = createMetrics();
     // One count of failed keys for the process, as in a service of its own.
     const failedAuth = failedAuthThrottle(config.UNAUTHENTICATED_PER_MINUTE, metrics);
+    const tracing = startTracing('svc-standalone', PRODUCT_VERSION, config, logger);
+    if (tracing.enabled) lifecycle.registerFirst('tracing', () => tracing.shutdown());
     const context = async (name: string, poolMax: number): Promise<ServiceContext<StackConfig & { DATABASE_URL: string; DB_POOL_MAX: number }>> => {
       const db = createDb({ ...connection, poolMax, applicationName: `svc-standalone-${name}` });
       lifecycle.registerFirst(`${name}-db-pool`, () => db.destroy());
       observeDbPool(metrics.registry, db, name);
       const bus = await createBus(config, { db, logger: logger.child({ component: 'bus', for: name }), metricsRegistry: metrics.registry });
       lifecycle.registerFirst(`${name}-bus`, () => bus.close());
-      return { config: { ...config, DATABASE_URL: connection.url, DB_POOL_MAX: poolMax }, logger: logger.child({ component: name }), lifecycle, db, bus, metrics, failedAuth };
+      return { config: { ...config, DATABASE_URL: connection.url, DB_POOL_MAX: poolMax }, logger: logger.child({ component: name }), lifecycle, db, bus, metrics, failedAuth, tracing };
     };
 
     const shared = await context('shared', SHARED_POOL_MAX);
@@ -89,6 +92,7 @@ export async function startStack(config: StackConfig, logger: Logger, signals?: 
       config,
       logger,
       metrics,
+      tracing,
       readiness: readinessFromChecks(Object.assign({ database: () => shared.db.raw('select 1') }, ...built.map((b) => b.readiness ?? {})), { logger }),
       mount: (router) => {
         for (const b of built) b.mount?.(router);

@@ -7,6 +7,7 @@ import { errorHandler, notFound, type ErrorMapper } from './error-handler';
 import { healthRoutes, type ReadinessProbe } from './health';
 import { requestId } from './request-id';
 import { requestTiming } from './request-timing';
+import type { Tracer } from '@opentelemetry/api';
 
 export interface CreateAppOptions {
   logger: Logger;
@@ -18,6 +19,8 @@ export interface CreateAppOptions {
   readinessTimeoutMs?: number;
   /** Maps the service's own error types to HttpErrors; unmapped errors become a bare 500. */
   mapError?: ErrorMapper;
+  /** Records every request as a span (tracing on). */
+  tracer?: Tracer;
 }
 
 export interface ServiceApp {
@@ -42,7 +45,7 @@ export function createApp(options: CreateAppOptions): ServiceApp {
   app.use(requestId(options.logger));
   app.use(commonHeaders());
   app.use(cors());
-  app.use(requestTiming(options.metrics));
+  app.use(requestTiming(options.metrics, options.tracer));
 
   app.use(
     healthRoutes({
