@@ -4,7 +4,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, it } from '@jest/globals';
 import { freePort } from '@svc/runtime';
 import { waitFor } from './wait-for';
 
@@ -13,31 +12,17 @@ import { waitFor } from './wait-for';
  * infra/observability/install-otelcol.sh builds it from the collector's Go
  * modules (.ci/run does; cached). It receives OTLP/HTTP from the services
  * and exports what it received, batched, as OTLP/JSON to a sink in this
- * process, which keeps every span it is handed.
+ * process, which keeps every span it is handed. (No jest here: the benches
+ * start it too; the suite wrapper is in programs.ts.)
  */
-const INSTALL = path.resolve(__dirname, '../../../infra/observability/install-otelcol.sh');
+export const OTELCOL_INSTALL = path.resolve(__dirname, '../../../infra/observability/install-otelcol.sh');
 
 /** The collector's binary, if built. */
 export function otelCollectorBinary(): string | undefined {
   try {
-    return execFileSync('bash', [INSTALL, '--if-installed'], { encoding: 'utf8' }).trim().split('\n').pop();
+    return execFileSync('bash', [OTELCOL_INSTALL, '--if-installed'], { encoding: 'utf8' }).trim().split('\n').pop();
   } catch {
     return undefined;
-  }
-}
-
-/** Runs `fn` as a suite when the collector is built; with REQUIRE_INFRA=1 its absence fails, else the suite is skipped. */
-export function describeWithOtelCollector(name: string, fn: () => void): void {
-  if (otelCollectorBinary()) describe(name, fn);
-  else if (process.env.REQUIRE_INFRA === '1') {
-    describe(name, () => {
-      it('needs the OpenTelemetry Collector', () => {
-        throw new Error(`REQUIRE_INFRA=1 and the OpenTelemetry Collector is not built: run ${INSTALL}`);
-      });
-    });
-  } else {
-    console.warn(`\n\n*** ${name} is SKIPPED: the OpenTelemetry Collector is not built (run ${INSTALL})\n`);
-    describe.skip(`${name} [skipped: no OpenTelemetry Collector]`, fn);
   }
 }
 
@@ -115,7 +100,7 @@ function spansOf(body: OtlpJson): ExportedSpan[] {
 /** Starts the collector (built already: see otelCollectorBinary) and its sink on loopback. */
 export async function startOtelCollector(): Promise<RunningOtelCollector> {
   const binary = otelCollectorBinary();
-  if (!binary) throw new Error(`the OpenTelemetry Collector is not built: run ${INSTALL}`);
+  if (!binary) throw new Error(`the OpenTelemetry Collector is not built: run ${OTELCOL_INSTALL}`);
   const spans: ExportedSpan[] = [];
   const sink: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];

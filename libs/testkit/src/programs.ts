@@ -2,6 +2,7 @@ import { accessSync, constants, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from '@jest/globals';
 import { missingReason } from './infra-state';
+import { OTELCOL_INSTALL, otelCollectorBinary } from './otel-collector';
 
 /** Whether `file` exists and may be run. */
 export function isExecutable(file: string): boolean {
@@ -49,5 +50,20 @@ export function describeWithKafkaAnd(name: string, programs: readonly string[], 
   } else {
     console.warn(`\n\n*** ${name} is SKIPPED: ${reason}\n`);
     describe.skip(`${name} [skipped: ${reason}]`, fn);
+  }
+}
+
+/** Runs `fn` as a suite when the collector is built; with REQUIRE_INFRA=1 its absence fails, else the suite is skipped. */
+export function describeWithOtelCollector(name: string, fn: () => void): void {
+  if (otelCollectorBinary()) describe(name, fn);
+  else if (process.env.REQUIRE_INFRA === '1') {
+    describe(name, () => {
+      it('needs the OpenTelemetry Collector', () => {
+        throw new Error(`REQUIRE_INFRA=1 and the OpenTelemetry Collector is not built: run ${OTELCOL_INSTALL}`);
+      });
+    });
+  } else {
+    console.warn(`\n\n*** ${name} is SKIPPED: the OpenTelemetry Collector is not built (run ${OTELCOL_INSTALL})\n`);
+    describe.skip(`${name} [skipped: no OpenTelemetry Collector]`, fn);
   }
 }

@@ -52,23 +52,18 @@ export async function buildResolver(
   // Stored identifier hashes brought under the newest key (a rotation, or rows from before keyed hashes).
   const rehash = startRehashing({ db, hashes, logger });
   lifecycle.registerFirst('identifier-rehash', () => rehash.stop());
-  // Unmerges the Profiles API recorded; their profiles.changes go out with the relay.
-  const unmerges = startUnmerging({
+  // Work found in the database, each a poller of its own, their profiles.changes out with the relay: unmerges the
+  // Profiles API recorded, and phone signals queued to be read again (a migration, a region change, svcctl phones restate).
+  const background = {
     db,
     logger,
     metrics: ownMetrics,
     options: { defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE) },
     onDone: () => resolver.relay.wake(),
-  });
+  };
+  const unmerges = startUnmerging(background);
   lifecycle.registerFirst('unmerges', () => unmerges.stop());
-  // Phone signals queued to be read again (a migration, a region change, svcctl phones restate).
-  const restatements = startRestatingPhones({
-    db,
-    logger,
-    metrics: ownMetrics,
-    options: { defaultPhoneCountryCode: String(config.PHONE_DEFAULT_COUNTRY_CODE) },
-    onDone: () => resolver.relay.wake(),
-  });
+  const restatements = startRestatingPhones(background);
   lifecycle.registerFirst('phone-restatements', () => restatements.stop());
   return { readiness: { resolving: resolver.stalls.readinessCheck } };
 }

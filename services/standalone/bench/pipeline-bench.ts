@@ -23,6 +23,7 @@ import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { bulkLoadIdentity } from '@svc/testkit/dist/bulk-load';
 import { nameValues } from '@svc/testkit/dist/name-values';
 import { startLocalKafka, startLocalRegistry, type LocalProcess } from '@svc/testkit/dist/local-infra';
+import { startOtelCollector } from '@svc/testkit/dist/otel-collector';
 import { cleanUpOnSignals, cpuSeconds, machineSeconds, stopAll, waitReady, type MachineSeconds } from '@svc/testkit/dist/processes';
 import { allMigrations } from '../src/migrations';
 import { anonymousIdOf, MEAN_BATCH_EVENTS, TRAFFIC_SHAPES, type LoadConfig, type LoadMessage, type LoadReport, type TrafficShape } from './pipeline-load';
@@ -92,6 +93,10 @@ const benchConfigSpec = {
   BENCH_PG_STATEMENTS: env.bool({ description: 'Log where the database time goes (pg_stat_statements)', default: false }),
   KAFKA_BROKERS: env.optionalString({ description: 'A running broker for the Kafka tier; else one is started with infra/local' }),
   SCHEMA_REGISTRY_URL: env.optionalString({ description: 'The schema registry beside KAFKA_BROKERS' }),
+  BENCH_TRACING: env.bool({
+    description: "Trace into a real OpenTelemetry Collector (built by infra/observability/install-otelcol.sh): the services record and export every span; the collector's CPU counts with the infrastructure's",
+    default: false,
+  }),
   BENCH_INFRA_PIDS: env.list({ description: 'The process ids of that broker and registry, whose CPU is then counted as a started one is', default: [] }),
 };
 const knobs = loadConfigOrExit(benchConfigSpec, process.env);
@@ -184,11 +189,20 @@ async function main(): Promise<void> {
     await rm(dataDir, { recursive: true, force: true });
   };
   // Stopped from outside (Ctrl-C, `timeout`): the services and the load generator it started, then the database and its directory.
+  const collector = knobs.BENCH_TRACING
+    ? await startOtelCollector().catch(async (err: unknown) => {
+        await removeDatabase();
+        throw err;
+      })
+    : undefined;
   const releaseSignals = cleanUpOnSignals(async () => {
     await stopAll([...spawned]);
+    await collector?.stop();
     await removeDatabase();
   });
   const results: TierResult[] = [];
+  const tracing: { env: Record<string, string>; pids: number[] } = collector ? { env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint }, pids: [collector.pid] } : { env: {}, pids: [] };
+  if (collector) log(`tracing into the OpenTelemetry Collector at ${collector.endpoint} (pid ${collector.pid})`);
   try {
     // A tier that fails is reported as such; the other tiers still run.
     const attempt = async (tier: string, rate: number, run: () => Promise<TierResult>): Promise<TierResult> =>
@@ -201,7 +215,7 @@ async function main(): Promise<void> {
         for (const shape of SHAPES) {
           for (const rate of RATES) {
             const tier = tierName('Postgres-backed log', topology, shape);
-            results.push(await attempt(tier, rate, () => benchTier(tier, topology, shape, rate, `bench_pg_${topology}_${shape}_${rate}`, pg.url, pg.adminUrl, postmaster, {})));
+            results.push(await attempt(tier, rate, () => benchTier(tier, topology, shape, rate, `bench_pg_${topology}_${shape}_${rate}`, pg.url, pg.adminUrl, postmaster, tracing.env, tracing.pids)));
           }
         }
       }
@@ -217,7 +231,7 @@ async function main(): Promise<void> {
             for (const shape of SHAPES) {
               for (const rate of RATES) {
                 const tier = tierName('Kafka', topology, shape);
-                results.push(await attempt(tier, rate, () => benchTier(tier, topology, shape, rate, `bench_kafka_${topology}_${shape}_${rate}`, pg.url, pg.adminUrl, postmaster, kafka.env, kafka.pids)));
+                results.push(await attempt(tier, rate, () => benchTier(tier, topology, shape, rate, `bench_kafka_${topology}_${shape}_${rate}`, pg.url, pg.adminUrl, postmaster, { ...kafka.env, ...tracing.env }, [...kafka.pids, ...tracing.pids])));
               }
             }
           }
@@ -233,6 +247,8 @@ async function main(): Promise<void> {
     if (results.some((r) => !meetsFloor(r))) process.exitCode = 1;
   } finally {
     releaseSignals();
+    if (collector) log(`the collector received ${collector.spans.length} spans`);
+    await collector?.stop();
     await removeDatabase();
   }
 }
@@ -517,7 +533,7 @@ async function benchTier(
         `stored ${Math.round(result.storedPerSecond!)} events/s, lag p50 ${fmtMs(result.lag!.p50)} p95 ${fmtMs(result.lag!.p95)} p99 ${fmtMs(result.lag!.p99)} ms, ` +
         `backlog ${backlogAtEnd} (outbox ${outboxAtEnd}, after the drain ${result.outboxAfterDrain})${result.drained ? `, drained in ${result.drainSeconds!.toFixed(1)} s` : ', NOT drained'}` +
         `${result.drainPerSecond === undefined ? '' : ` at ${Math.round(result.drainPerSecond)} events/s`}; ` +
-        `cores: stack ${result.cpu!.stack.toFixed(2)} (${result.cpu!.each.map((e) => e.toFixed(2)).join(' + ')}), postgres ${result.cpu!.postgres.toFixed(2)}${result.cpu!.infra === undefined ? '' : `, kafka+registry ${result.cpu!.infra.toFixed(2)}`}, load ${load.cores.toFixed(2)}, machine busy ${result.cpu!.machine.toFixed(2)} of ${os.cpus().length}, of which stolen ${result.cpu!.steal.toFixed(2)}; CPU µs per stored event ${perStoredEvent(result)}; ` +
+        `cores: stack ${result.cpu!.stack.toFixed(2)} (${result.cpu!.each.map((e) => e.toFixed(2)).join(' + ')}), postgres ${result.cpu!.postgres.toFixed(2)}${result.cpu!.infra === undefined ? '' : `, infra (broker, registry, collector) ${result.cpu!.infra.toFixed(2)}`}, load ${load.cores.toFixed(2)}, machine busy ${result.cpu!.machine.toFixed(2)} of ${os.cpus().length}, of which stolen ${result.cpu!.steal.toFixed(2)}; CPU µs per stored event ${perStoredEvent(result)}; ` +
         `resolver ${result.resolver!.batches} transactions of ${result.resolver!.eventsPerBatch.toFixed(0)} events, ${result.resolver!.msPerBatch.toFixed(0)} ms each, ${result.resolver!.retries} retries, ${result.resolver!.merges} merges; ` +
         `WAL ${(result.wal!.bytesPerEvent / 1024).toFixed(1)} KB and ${result.wal!.pageImagesPerEvent.toFixed(2)} page images per stored event, ${result.wal!.checkpoints} checkpoints; ` +
         `slices ${timeline.map((n) => Math.round(n / 5)).join(' ')}; load average ${loadBefore} → ${loadAfter}`,
