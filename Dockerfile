@@ -29,6 +29,7 @@ ENV NPM_CONFIG_UPDATE_NOTIFIER=false
 COPY package.json package-lock.json ./
 COPY libs/contracts/package.json libs/contracts/
 COPY libs/runtime/package.json libs/runtime/
+COPY libs/accounts/package.json libs/accounts/
 COPY libs/bus/package.json libs/bus/
 COPY libs/identity/package.json libs/identity/
 COPY libs/conversions/package.json libs/conversions/
@@ -66,7 +67,7 @@ COPY services services
 COPY tools tools
 RUN npx tsc -b tools/deploy tools/svcctl \
  && mkdir /out \
- && cp -r --parents libs/contracts/dist libs/runtime/dist libs/bus/dist libs/identity/dist libs/conversions/dist libs/service/dist libs/openapi/dist services/*/dist tools/svcctl/dist tools/deploy/dist /out/
+ && cp -r --parents libs/contracts/dist libs/runtime/dist libs/accounts/dist libs/bus/dist libs/identity/dist libs/conversions/dist libs/service/dist libs/openapi/dist services/*/dist tools/svcctl/dist tools/deploy/dist /out/
 
 # ---- the image: manifests, production node_modules and compiled output; no
 # compiler, no sources, no npm cache.

@@ -12,7 +12,7 @@ const swc = [
 
 /** Workspace packages resolve to their TypeScript sources, so tests never need a build. */
 const moduleNameMapper = {
-  '^@svc/(contracts|runtime|testkit|bus|identity|conversions|service|sdk-browser|openapi)$': '<rootDir>/libs/$1/src/index.ts',
+  '^@svc/(contracts|runtime|accounts|testkit|bus|identity|conversions|service|sdk-browser|openapi)$': '<rootDir>/libs/$1/src/index.ts',
   '^@svc/(ingest-gateway|identity-resolver|consent-api|profile-api|conversion-forwarder)$': '<rootDir>/services/$1/src/index.ts',
 };
 
@@ -31,6 +31,7 @@ module.exports = {
   projects: [
     project('libs/contracts', '@svc/contracts'),
     project('libs/runtime', '@svc/runtime'),
+    project('libs/accounts', '@svc/accounts'),
     project('libs/testkit', '@svc/testkit'),
     project('libs/bus', '@svc/bus'),
     project('libs/identity', '@svc/identity'),

@@ -2,9 +2,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Type, type Static } from '@sinclair/typebox';
 import type { TopicSpec } from '@svc/contracts';
-import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, SchemaViolationError } from './errors';
+import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, deadLetterTopicFor } from './dead-letters';
+import { SchemaViolationError } from './errors';
 import type { Bus, IncomingMessage, MessageBatch, OutgoingMessage, ProduceResult } from './port';
-import { deadLetterTopicFor, partitionFor } from './validate';
+import { partitionFor } from './validate';
 
 /**
  * The ONE contract every bus adapter passes. It only uses the port, plus two

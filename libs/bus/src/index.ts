@@ -1,7 +1,16 @@
-export { type BatchHandler, type Bus, type IncomingMessage, type MessageBatch, type OutgoingMessage, type ProduceResult } from './port';
-export { BusUnavailableError, DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, SchemaViolationError } from './errors';
+export {
+  type BatchHandler,
+  type Bus,
+  type HandlerOutcome,
+  type IncomingMessage,
+  type MessageBatch,
+  type OutgoingMessage,
+  type ProduceResult,
+} from './port';
+export { BusUnavailableError, SchemaViolationError } from './errors';
 export type { BusLogger } from './shared';
-export { deadLetterTopicFor, partitionFor } from './validate';
+export { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, deadLetterMessage, deadLetterTopicFor } from './dead-letters';
+export { partitionFor } from './validate';
 export { readToEnd } from './read-to-end';
 export { busMigrations, createPostgresLogBus, type PostgresLogBus } from './postgres-log';
 export {

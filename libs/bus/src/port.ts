@@ -46,6 +46,16 @@ export interface MessageBatch<T = unknown> {
  */
 export type BatchHandler<T = unknown> = (batch: MessageBatch<T>) => Promise<void>;
 
+/**
+ * What becomes of a consumed message, for a handler that decides it as a
+ * value: stored (the handler returns, and the offset is committed); retried
+ * (it throws `cause`, and the batch comes again after a back-off); or parked
+ * on its topic's dead-letter topic with a one-line reason (deadLetterMessage),
+ * as the adapters park a message that does not decode, and a handler one it
+ * proves bad before it returns.
+ */
+export type HandlerOutcome = { kind: 'stored' } | { kind: 'retry'; cause: unknown } | { kind: 'dead-letter'; reason: string };
+
 export interface SubscribeOptions<T = unknown> {
   groupId: string;
   topics: readonly TopicSpec[];

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Type } from '@sinclair/typebox';
 import type { TopicSpec } from '@svc/contracts';
 import { SchemaViolationError } from './errors';
-import { assertAllValid, assertValid, deadLetterTopicFor, murmur2, partitionFor, toPositive } from './validate';
+import { assertAllValid, assertValid, murmur2, partitionFor, toPositive } from './validate';
 
 describe('murmur2 (Kafka-compatible)', () => {
   // Kafka's own UtilsTest#testMurmur2.
@@ -102,12 +102,6 @@ describe('schema checks', () => {
     const err = captured(() => assertAllValid(topic, [{ id: 'a', total: 1 }, { id: 2, total: 1 }]));
     expect((err as Error).message).toMatch(/\/id .*\(message 2 of 2\)/);
     expect(() => assertAllValid(topic, [{ id: 'a', total: 1 }])).not.toThrow();
-  });
-
-  it('gives a dead-letter topic the same partitions and no schema', () => {
-    const dlq = deadLetterTopicFor(topic);
-    expect(dlq).toMatchObject({ name: 'orders.placed.dlq', partitions: 2 });
-    expect(() => assertValid(dlq, 'anything at all')).not.toThrow();
   });
 });
 

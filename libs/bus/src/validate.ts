@@ -1,5 +1,4 @@
-import { Type } from '@sinclair/typebox';
-import { deadLetterTopicName, firstSchemaError, type TopicSpec } from '@svc/contracts';
+import { firstSchemaError, type TopicSpec } from '@svc/contracts';
 import { SchemaViolationError } from './errors';
 
 /** Throws a SchemaViolationError naming the topic and the first failing field. */
@@ -55,12 +54,4 @@ export const toPositive = (n: number): number => n & 0x7fffffff;
 export function partitionFor(key: string, partitions: number): number {
   if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`invalid partition count ${partitions}`);
   return toPositive(murmur2(key)) % partitions;
-}
-
-/**
- * The dead-letter topic of `topic`: same partition count, and no schema, since
- * what lands there is by definition what did not match the source's schema.
- */
-export function deadLetterTopicFor(topic: TopicSpec): TopicSpec {
-  return { name: deadLetterTopicName(topic.name), partitions: topic.partitions, schema: Type.Unknown() };
 }

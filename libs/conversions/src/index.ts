@@ -2,12 +2,21 @@ import { DEFAULT_QUALIFYING_NAMES } from '@svc/contracts';
 import { preparedRaw, type Db } from '@svc/runtime';
 
 /**
- * The `conversions` schema: its migrations, and the one way another service
- * reads it. The conversion forwarder is its only writer. The identity
+ * The `conversions` schema: its migrations, and its store, the one module per
+ * table through which every write to it goes: the connectors (ConnectorStore,
+ * secrets sealed), the delivery queue (ConversionQueue) and the exhausted
+ * clicks. The conversion forwarder is still the only service that writes
+ * (svcctl, the admin CLI, adds and disables connectors through the same
+ * store). Other services read it through the ports below: the identity
  * resolver asks which event names to queue as conversion candidates; the
  * Profiles API, whether a click ID is exhausted.
  */
 export { conversionsMigrations } from './migrations';
+export { ConnectorStore, type Connector, type ConnectorRule, type ConnectorState, type ConnectorView } from './connectors';
+export { ConversionQueue, ERASED_PROFILE_ID, QUEUE_STATUSES, type ClaimedRow, type NewQueueRow, type QueueStatus, type QueueView } from './queue';
+export { forgetExhaustedClicks, markExhausted } from './exhausted-clicks';
+export { PLATFORMS, type ClickRef, type Conversion, type GoogleAdsConfig, type MetaConfig, type Platform } from './platforms';
+export { connectorKeyConfigSpec, parseSecretKey, requiredConnectorKeyConfigSpec, resolveSecretKey } from './secrets';
 
 /**
  * SQL: true when the click (`alias`.org_id, click_type, click_id) has been

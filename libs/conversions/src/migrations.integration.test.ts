@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { identityMigrations } from '@svc/identity';
-import { accountsMigrations, runMigrations, type MigrationSet } from '@svc/runtime';
+import { runMigrations, type MigrationSet } from '@svc/runtime';
+import { accountsMigrations } from '@svc/accounts';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
 import { conversionsMigrations } from './migrations';
 

@@ -27,6 +27,15 @@ export { ANONYMOUS_IDS_OF_USER_SQL, clickIdsOfProfile, currentEngagementScore, e
 export { adminMergeProfiles, mergeLockedProfiles, mergeProfiles, type AdminMergeInput, type MergeInput, type MergeReason } from './merge';
 export { HOLD_OFF_REPLAY, excludeWriters, holdOffReplay } from './replay-lock';
 export {
+  adminMergesToReapply,
+  carryEngagementRules,
+  carryUnrelayedOutbox,
+  eventsStoredIn,
+  liveProfileCount,
+  setIdentitySchemaAside,
+  type AdminMergeRecord,
+} from './replay-schema';
+export {
   ConcurrentWriteError,
   RetriesExhaustedError,
   classifyFailure,
@@ -94,14 +103,51 @@ export {
 export { compileStoredEngagementRules, getEngagementRules, setEngagementRules, type StoredEngagementRules } from './engagement-rules-store';
 export {
   OUTBOX_INSERT,
+  claimOldestOutboxRows,
+  deleteOutboxRows,
+  keepUnsentEvents,
   outboxRecords,
   profileChange,
+  readResolvedEvents,
+  resolvedEventOf,
   resolvedEventsRef,
   writeOutbox,
   type OutboxMessage,
+  type OutboxRow,
   type OutboxTopic,
   type OutputTopics,
 } from './outbox-records';
+export {
+  addUsageAndOutputs,
+  insertProfiles,
+  loadSurvivors,
+  lockIdentities,
+  mergePlannedProfiles,
+  readBatchState,
+  readEngagementRules,
+  readSignalCounts,
+  rescoreAndReadContacts,
+  signalOfOrg,
+  survivorsToLoad,
+  writeEffects,
+  type BatchLookups,
+  type BatchState,
+  type ClickIdUpsert,
+  type Contacts,
+  type Effects,
+  type EventRow,
+  type FingerprintUpsert,
+  type NewProfileRow,
+  type PlannedMergeRow,
+  type ProfileRow,
+  type ProfileUpdate,
+  type ResolutionMethod,
+  type SessionRow,
+  type SignalCounts,
+  type SignalRow,
+  type SignalUpsert,
+  type Touch,
+} from './batch-store';
 // The privacy schema's port: erasure, suppression, the audit trail, the raw log's keys (privacy/index.ts lists them).
 export * from './privacy';
 export {

@@ -24,9 +24,6 @@ export { isDatabaseUnavailable, isStatementMismatch, NETWORK_ERROR_CODES } from 
 export { runMigrations, sqlMigration, type Migration, type MigrationSet } from './db/migrations';
 export { pendingMigrations } from './db/pending-migrations';
 export { dropDatabase, ensureDatabase, freePort, sizedForMachine, startEmbeddedPostgres, type EmbeddedPostgres } from './db/embedded-postgres';
-export { KEY_TYPES, parseAuthorization, type KeyType } from './accounts/api-keys';
-export { AccountsStore, PLAN_STATES, type PlanState, type VerifiedKey } from './accounts/store';
-export { accountsMigrations } from './accounts/migrations';
 export { createLogger, type Logger } from './logging';
 export { createMetrics, defineCounter, defineGauge, defineHistogram, observeDbPool, type Metrics } from './metrics';
 export {
@@ -50,16 +47,10 @@ export {
   type RunningHttpServer,
 } from './http';
 export { Lifecycle, RepeatingDrain, SERVICE_NODE_FLAGS, type SignalTarget } from './lifecycle';
-export { authenticate, KeyRequirements, type KeyVerifier } from './auth/authenticate';
-export { KeyCache } from './auth/key-cache';
-export { FailedAuthThrottle, failedAuthThrottle, type FailedAuthThrottleOptions } from './auth/failed-auth-throttle';
-export { InProcessRateLimiter, PostgresRateLimiter, type RateLimiter, type RateLimitRule, type RateLimitVerdict } from './rate-limit/rate-limiter';
-export { rateLimitMigrations } from './rate-limit/migrations';
 export { httpServiceConfigSpec } from './config/common';
 export { SealedBlobError, openBytes, pooledRandomBytes, sealBytes } from './crypto/aead';
 export { timeOrderedUuid } from './crypto/time-ordered-uuid';
 export { SecretKeyError, generateSecretKey, parseSecretKey, secretKeyFromDataDir } from './crypto/secret-key';
-export { admit, perIpRateLimited, perOrgIpRule, rateLimitHeaders, type AdmissionDeps } from './rate-limit/http';
 export {
   NO_TRACING,
   TRACEPARENT_HEADER,

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations } from '@svc/bus';
 import { env } from '@svc/runtime';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
-import { startService, type ServiceDefinition } from './run-service';
+import type { ServiceDefinition } from './definition';
+import { startService } from './run-service';
 
 /** A process's signals, as the lifecycle sees them; `exit` records the code instead of exiting. */
 class FakeProcess extends EventEmitter {

@@ -1,4 +1,4 @@
-import type { VerifiedKey } from '@svc/runtime';
+import type { VerifiedKey } from '@svc/accounts';
 
 /** A verified write key of an active organisation, with no allowlists, cap or quota: the test double's key, `overrides` applied. */
 export const verifiedKey = (overrides: Partial<VerifiedKey> = {}): VerifiedKey => ({

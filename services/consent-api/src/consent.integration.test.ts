@@ -3,15 +3,12 @@ import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busMigrations, createPostgresLogBus, prefixedTopics, type Bus, type IncomingMessage } from '@svc/bus';
 import { Messages, type ConsentDecisionEvent } from '@svc/contracts';
 import {
-  AccountsStore,
-  FailedAuthThrottle,
-  accountsMigrations,
   createLogger,
   createMetrics,
-  rateLimitMigrations,
   serveHttp,
   type RunningHttpServer,
 } from '@svc/runtime';
+import { AccountsStore, FailedAuthThrottle, accountsMigrations, rateLimitMigrations } from '@svc/accounts';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
 import { IdentifierHashes, identityMigrations, privacyMigrations } from '@svc/identity';
 import { processBatch } from '@svc/identity-resolver';

@@ -1,2 +1,2 @@
 export { consentMigrations } from './migrations';
-export { buildConsentApi } from './service';
+export { consentService } from './service';

@@ -1,7 +1,8 @@
 import type { Router } from 'express';
 import type { Bus } from '@svc/bus';
 import type { TopicSpec } from '@svc/contracts';
-import { AccountsStore, PostgresRateLimiter, RepeatingDrain, type Db, type FailedAuthThrottle, type Logger } from '@svc/runtime';
+import { RepeatingDrain, type Db, type Logger } from '@svc/runtime';
+import { AccountsStore, PostgresRateLimiter, type FailedAuthThrottle } from '@svc/accounts';
 import { publishDecisions } from './publisher';
 import { mountConsent } from './routes';
 import { ConsentStore } from './store';

@@ -2,15 +2,13 @@ import type { Request, Router } from 'express';
 import { BodyLimitHints, ConsentMessages, Limits, checkConsentDecision } from '@svc/contracts';
 import {
   HttpError,
-  KeyRequirements,
-  admit,
   methodNotAllowed,
   readJsonBody,
   rejectOversizedContentLength,
   sendJson,
-  type AdmissionDeps,
   type RepeatingDrain,
 } from '@svc/runtime';
+import { KeyRequirements, admit, type AdmissionDeps } from '@svc/accounts';
 import type { ConsentStore, HistoryCursor, StoredRecord, Subject } from './store';
 
 export interface ConsentDeps extends AdmissionDeps {

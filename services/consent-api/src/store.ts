@@ -1,5 +1,5 @@
-import type { ConsentDecision, ConsentPurpose, ConsentRecordView, CurrentConsent } from '@svc/contracts';
-import { ANONYMOUS_IDS_OF_USER_SQL } from '@svc/identity';
+import type { ConsentDecision, ConsentPurpose, ConsentRecordView, CurrentConsent, ProfileErased } from '@svc/contracts';
+import { ANONYMOUS_IDS_OF_USER_SQL, baseHashSql, type IdentifierHashes } from '@svc/identity';
 import { isoTimestampSql, type Db } from '@svc/runtime';
 
 export interface Subject {
@@ -97,6 +97,35 @@ export class ConsentStore {
 
   async markPublished(ids: readonly string[]): Promise<void> {
     if (ids.length) await this.db.raw('update consent.records set published_at = now() where id = any(?::uuid[])', [[...ids]]);
+  }
+
+  /**
+   * Redacts an erased person's records (erasure.ts says which are theirs);
+   * how many. Each keeps only that a decision existed; a redacted record is
+   * not matched again, and is never published (again).
+   */
+  async redactErased(t: Pick<ProfileErased, 'orgId' | 'erasureId' | 'identifiers'>, hashes: IdentifierHashes): Promise<number> {
+    // Whether a record's column is one of the tombstone's hashes, computed by the database (keyed as libs/identity's IdentifierHashes).
+    const matches = (type: 'anonymous_id' | 'user_id', column: string, hashesSql: string) => hashes.sqlMatches(baseHashSql('org_id', `'${type}'`, column), hashesSql);
+    const anon = t.identifiers.filter((i) => i.type === 'anonymous_id').map((i) => i.hash);
+    const users = t.identifiers.filter((i) => i.type === 'user_id').map((i) => i.hash);
+    const result = await this.db.raw(
+      `with theirs as (
+         select id, anonymous_id from consent.records
+         where org_id = :org and redacted_at is null
+           and ((anonymous_id is not null and ${matches('anonymous_id', 'anonymous_id', ':anon::text[]')})
+                or (user_id is not null and ${matches('user_id', 'user_id', ':users::text[]')}))
+       ), linked as (
+         select id from consent.records
+         where org_id = :org and redacted_at is null
+           and anonymous_id in (select anonymous_id from theirs where anonymous_id is not null)
+       )
+       update consent.records set anonymous_id = null, user_id = null, client_ip = null, user_agent = null,
+         redacted_at = now(), erasure_id = :erasure, published_at = coalesce(published_at, now())
+       where id in (select id from theirs union select id from linked)`,
+      { ...hashes.sqlBindings(), org: t.orgId, anon, users, erasure: t.erasureId },
+    );
+    return (result as { rowCount?: number }).rowCount ?? 0;
   }
 }
 

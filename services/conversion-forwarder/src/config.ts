@@ -1,14 +1,5 @@
+import { connectorKeyConfigSpec, requiredConnectorKeyConfigSpec } from '@svc/conversions';
 import { env } from '@svc/runtime';
-
-const CONNECTOR_KEY_DESCRIPTION = 'Key that seals connector secrets at rest (32 bytes: 64 hex digits or base64)';
-
-/** Where the standalone stack and svcctl get the key: unset, the one kept in DATA_DIR (secrets.ts resolveSecretKey). */
-export const connectorKeyConfigSpec = {
-  CONNECTOR_SECRET_KEY: env.optionalString({
-    description: `${CONNECTOR_KEY_DESCRIPTION}; unset: a key generated once and kept in DATA_DIR`,
-    secret: true,
-  }),
-};
 
 /** Settings only the forwarder has (also read by the standalone stack). */
 export const forwarderOwnConfigSpec = {
@@ -43,5 +34,5 @@ export const forwarderOwnConfigSpec = {
 export const forwarderConfigSpec = {
   ...forwarderOwnConfigSpec,
   // On its own the forwarder has no DATA_DIR to keep a key in: it must be given.
-  CONNECTOR_SECRET_KEY: env.string({ description: CONNECTOR_KEY_DESCRIPTION, secret: true }),
+  ...requiredConnectorKeyConfigSpec,
 };

@@ -1,12 +1,11 @@
 import type { IncomingMessage, MessageBatch } from '@svc/bus';
 import type { ConversionCandidate } from '@svc/contracts';
+import { markExhausted, type ConnectorStore, type ConversionQueue, type NewQueueRow, type Platform } from '@svc/conversions';
 import { clickIdsOfProfile } from '@svc/identity';
 import { inConsumerSpans, type Db, type Logger, type Tracer } from '@svc/runtime';
-import type { ConnectorStore } from './connectors';
 import type { ForwarderMetrics } from './metrics';
 import { pickClick, qualifyingConnectors, toConversion, type StoredClick } from './plan';
-import { USABLE_CLICK_TYPES, type Platform } from './platforms/types';
-import type { ConversionQueue, NewQueueRow } from './queue';
+import { USABLE_CLICK_TYPES } from './platforms/types';
 
 export interface CandidateHandlerDeps {
   db: Db;
@@ -80,17 +79,6 @@ async function clicksOf(db: Db, orgId: string, profileId: string): Promise<Store
   );
   const exhausted = new Set(rows.map((r) => `${r.click_type}\n${r.click_id}`));
   return clicks.map((c) => ({ ...c, isExhausted: exhausted.has(`${c.type}\n${c.id}`) }));
-}
-
-/** Marks clicks exhausted (past their window, or refused by the platform); never clears the mark. */
-export async function markExhausted(db: Db, clicks: ReadonlyArray<{ orgId: string; type: string; id: string }>): Promise<void> {
-  if (clicks.length === 0) return;
-  await db.raw(
-    `insert into conversions.exhausted_click_ids (org_id, click_type, click_id)
-     select * from unnest(?::uuid[], ?::text[], ?::text[])
-     on conflict do nothing`,
-    [clicks.map((c) => c.orgId), clicks.map((c) => c.type), clicks.map((c) => c.id)],
-  );
 }
 
 function countQueued(metrics: ForwarderMetrics | undefined, rows: readonly NewQueueRow[], queued: readonly Platform[]): void {

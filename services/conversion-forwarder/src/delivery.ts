@@ -1,9 +1,7 @@
+import { markExhausted, type ClaimedRow, type Connector, type ConnectorStore, type ConversionQueue } from '@svc/conversions';
 import { SpanKind, SpanStatusCode, parentContext, type Db, type Logger, type Span, type Tracer } from '@svc/runtime';
-import type { Connector, ConnectorStore } from './connectors';
-import { markExhausted } from './consumer';
 import type { ForwarderMetrics } from './metrics';
 import type { DeliveryOutcome, PlatformClient } from './platforms/types';
-import type { ClaimedRow, ConversionQueue } from './queue';
 
 export interface RetryPolicy {
   /** Attempts in all, the first included; then the row is `dead`. */

@@ -1,11 +1,12 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { ProfileErased } from '@svc/contracts';
-import { conversionsMigrations } from '@svc/conversions';
+import { ERASED_PROFILE_ID, conversionsMigrations } from '@svc/conversions';
 import { IdentifierHashes } from '@svc/identity';
-import { AccountsStore, accountsMigrations, createLogger } from '@svc/runtime';
+import { createLogger } from '@svc/runtime';
+import { AccountsStore, accountsMigrations } from '@svc/accounts';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
-import { ERASED_PROFILE_ID, createErasureHandler } from './erasure';
+import { createErasureHandler } from './erasure';
 
 /**
  * The forwarder's part of an erasure, from the tombstone: conversions never

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ConversionCandidate } from '@svc/contracts';
-import { isPastWindow, pickClick, qualifyingConnectors, toConversion, type ConnectorRule, type StoredClick } from './plan';
+import type { ConnectorRule } from '@svc/conversions';
+import { isPastWindow, pickClick, qualifyingConnectors, toConversion, type StoredClick } from './plan';
 
 const now = new Date('2026-11-21T12:00:00Z');
 const daysAgo = (d: number) => new Date(now.getTime() - d * 86_400_000);

@@ -1,5 +1,6 @@
 import { qualifiesAsConversion, type ConversionCandidate } from '@svc/contracts';
-import { USABLE_CLICK_TYPES, type ClickRef, type Conversion, type Platform } from './platforms/types';
+import type { ClickRef, ConnectorRule, Conversion, Platform } from '@svc/conversions';
+import { USABLE_CLICK_TYPES } from './platforms/types';
 
 /**
  * Which connectors a candidate goes to, and with which click. Pure: the
@@ -23,14 +24,6 @@ export interface StoredClick {
   firstSeenAt: Date;
   lastSeenAt: Date;
   isExhausted: boolean;
-}
-
-export interface ConnectorRule {
-  id: string;
-  orgId: string;
-  platform: Platform;
-  /** null: the spec's defaults. */
-  eventNames: ReadonlySet<string> | null;
 }
 
 export function isPastWindow(click: StoredClick, now: Date): boolean {

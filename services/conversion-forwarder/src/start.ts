@@ -1,15 +1,14 @@
 import type { Bus } from '@svc/bus';
 import type { ConversionCandidate, ProfileErased, TopicSpec } from '@svc/contracts';
+import { ConnectorStore, ConversionQueue, type Connector } from '@svc/conversions';
 import type { IdentifierHashes } from '@svc/identity';
 import type { Db, Logger, Tracer } from '@svc/runtime';
-import { ConnectorStore, type Connector } from './connectors';
 import { createCandidateHandler } from './consumer';
 import { createErasureHandler } from './erasure';
 import { DeliveryWorker, type RetryPolicy } from './delivery';
 import type { ForwarderMetrics } from './metrics';
 import { createPlatformClient } from './platforms';
 import type { PlatformClient } from './platforms/types';
-import { ConversionQueue } from './queue';
 
 export interface StartForwarderOptions {
   db: Db;
@@ -17,7 +16,7 @@ export interface StartForwarderOptions {
   candidatesTopic: TopicSpec;
   /** profiles.erased: the tombstones the forwarder erases its own rows by (not consumed when absent), and how their identifiers are hashed. */
   erasures?: { topic: TopicSpec; hashes: IdentifierHashes };
-  /** CONNECTOR_SECRET_KEY, parsed (secrets.ts). */
+  /** CONNECTOR_SECRET_KEY, parsed (@svc/conversions' parseSecretKey or resolveSecretKey). */
   secretKey: Buffer;
   logger: Logger;
   metrics?: ForwarderMetrics;

@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { deadLetterTopicFor, type IncomingMessage, type PostgresLogBus } from '@svc/bus';
 import type { RawEventEnvelope } from '@svc/contracts';
-import { AccountsStore, type Db } from '@svc/runtime';
+import type { Db } from '@svc/runtime';
+import { AccountsStore } from '@svc/accounts';
 import { describeWithPostgres } from '@svc/testkit';
 import { signalLockKey } from '@svc/identity';
 import { createResolverHandler } from './resolver';

@@ -4,7 +4,7 @@ import { env } from '@svc/runtime';
 /**
  * Raw events per bus batch, and so at most per transaction. 500, not 200: at
  * 5,000 events/s, 5-17% less CPU per stored event on both tiers
- * (docs/benchmarks.md).
+ * (docs/benchmarks-history.md, "Batches that gather").
  */
 export const DEFAULT_RESOLVER_BATCH_SIZE = 500;
 

@@ -1,4 +1,5 @@
 import { CLICK_ID_TYPES, grantsFingerprinting, type ClickType } from '@svc/contracts';
+import type { Touch } from '@svc/identity';
 
 /**
  * What the resolver reads from an event's context: campaign touches, click
@@ -35,15 +36,6 @@ function text(v: unknown, max = MAX_TEXT): string | null {
   if (typeof v !== 'string') return null;
   const t = v.trim();
   return t.length > 0 && t.length <= max ? t : null;
-}
-
-/** A campaign touch: where a visit came from, and when (event time). */
-export interface Touch {
-  source: string | null;
-  medium: string | null;
-  campaign: string | null;
-  /** ISO 8601 event time. */
-  at: string;
 }
 
 export interface ClickIdSighting {

@@ -6,10 +6,10 @@
  */
 export { resolverConfigSpec, resolverOwnConfigSpec } from './config';
 export { resolverMetrics, type ResolverMetrics } from './metrics';
-export { consumersForPool, resolverPoolSize, startResolver, type RunningResolver, type StartResolverOptions } from './start';
+export { consumersForPool, startResolver, type RunningResolver, type StartResolverOptions } from './start';
 export { StallWatch, UnprovenFailureError, createResolverHandler, type ResolverDeps, type ResolverTopics } from './resolver';
 export { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
 export { replayProjections, type ReplayOptions, type ReplayReport } from './replay';
-export { buildResolver, resolverService } from './service';
+export { resolverService } from './service';
 export { carryOutUnmerge, startUnmerging, envelopeOf, type UnmergeOutcome } from './unmerge';
 export { restateChunk, startRestatingPhones, RESTATEMENT_ACTOR, type RestatementOutcome } from './phone-restatement';

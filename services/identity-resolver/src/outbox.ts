@@ -1,9 +1,8 @@
-import { DLQ_REASON_HEADER, SchemaViolationError, deadLetterTopicFor, type Bus, type OutgoingMessage, type ProduceResult } from '@svc/bus';
+import { SchemaViolationError, deadLetterMessage, deadLetterTopicFor, type Bus, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import { Topics, firstSchemaError, type ResolvedEvent } from '@svc/contracts';
-import { TRACEPARENT_HEADER, preparedRaw, type Db, type Logger } from '@svc/runtime';
-import { namedLockKey, type OutboxTopic, type OutputTopics } from '@svc/identity';
+import { TRACEPARENT_HEADER, type Db, type Logger } from '@svc/runtime';
+import { claimOldestOutboxRows, deleteOutboxRows, keepUnsentEvents, readResolvedEvents, type OutboxRow, type OutboxTopic, type OutputTopics } from '@svc/identity';
 import { type ResolverMetrics } from './metrics';
-import { resolvedEventOf, type ResolvedEventRow } from './plan';
 
 /**
  * The transactional outbox. Whatever the resolver (or an admin merge) wants
@@ -18,17 +17,6 @@ import { resolvedEventOf, type ResolvedEventRow } from './plan';
  * the order the changes happened; one relay at a time (an advisory lock)
  * produces them in id order.
  */
-
-interface OutboxRow {
-  id: number;
-  topic: OutboxTopic;
-  message_key: string | null;
-  payload: unknown;
-  /** events.resolved: the events a transaction stored, in order (event_id: the one event of a row an earlier release wrote). */
-  event_ids: string[] | null;
-  event_id: string | null;
-  traceparent: string | null;
-}
 
 /** The events an events.resolved row names, in order. */
 const eventIdsOf = (row: OutboxRow): readonly string[] => row.event_ids ?? (row.event_id ? [row.event_id] : []);
@@ -85,8 +73,6 @@ export interface OutboxRelayOptions {
   /** Polling interval when not woken (default 500 ms): rows written by other processes are found this way. */
   intervalMs?: number;
 }
-
-const RELAY_LOCK = namedLockKey('identity.outbox relay');
 
 /** The oldest rows up to about `messages` messages (at least one row, however many it carries). */
 function withinBatch(rows: readonly OutboxRow[], messages: number): OutboxRow[] {
@@ -160,13 +146,8 @@ export class OutboxRelay {
    */
   async relayOnce(): Promise<{ moreWaiting: boolean }> {
     return this.o.db.transaction(async (trx) => {
-      const { rows: lock } = (await preparedRaw(trx, 'select pg_try_advisory_xact_lock(?) as ok', [RELAY_LOCK.toString()])) as {
-        rows: Array<{ ok: boolean }>;
-      };
-      if (!lock[0]?.ok) return { moreWaiting: false };
-      const { rows: oldest } = (await preparedRaw(trx, 'select id, topic, message_key, payload, event_ids, event_id, traceparent from identity.outbox order by id limit ?', [this.batchSize])) as {
-        rows: OutboxRow[];
-      };
+      const oldest = await claimOldestOutboxRows(trx, this.batchSize);
+      if (oldest === null) return { moreWaiting: false };
       const rows = withinBatch(oldest, this.batchSize);
       if (rows.length === 0) return { moreWaiting: false };
       const moreWaiting = rows.length < oldest.length || oldest.length === this.batchSize;
@@ -221,10 +202,14 @@ export class OutboxRelay {
         if (left.length === 0) finished.push(row.id);
         else if (left.length < messagesIn(row)) {
           // Some sent or gone (rare: a partial failure): the row keeps what is still to send, so nothing sent is sent again.
-          await preparedRaw(trx, 'update identity.outbox set event_ids = ?::uuid[], event_id = null where id = ?', [left.flatMap((i) => (i.eventId === null ? [] : [i.eventId])), row.id]);
+          await keepUnsentEvents(
+            trx,
+            row.id,
+            left.flatMap((i) => (i.eventId === null ? [] : [i.eventId])),
+          );
         }
       }
-      if (finished.length > 0) await preparedRaw(trx, 'delete from identity.outbox where id = any(?::bigint[])', [finished]);
+      await deleteOutboxRows(trx, finished);
       for (const row of rows) for (const eventId of eventIdsOf(row)) this.committed.delete(eventId);
       this.o.metrics?.outboxRelayed.inc(done.size);
       if (failed && done.size === 0) throw failed;
@@ -247,20 +232,13 @@ export class OutboxRelay {
         else unknown.push(eventId);
       }
     }
-    if (unknown.length > 0) {
-      const { rows: stored } = (await preparedRaw(trx, 
-        `select id, org_id, message_id, profile_id, event_name, event_timestamp, received_at, properties, context, resolution_method
-         from identity.events where id = any(?::uuid[])`,
-        [unknown],
-      )) as { rows: ResolvedEventRow[] };
-      for (const e of stored) found.set(e.id, resolvedEventOf(e));
-    }
+    if (unknown.length > 0) for (const e of await readResolvedEvents(trx, unknown)) found.set(e.eventId, e);
     return found;
   }
 
   /** Parks a message its topic's schema refuses; true once the DLQ has it. */
   private async deadLetter(topic: OutboxTopic, row: OutboxRow, message: OutgoingMessage, reason: string): Promise<boolean> {
-    const [result] = await this.o.bus.produce(deadLetterTopicFor(this.o.topics[topic]), [{ ...message, headers: { [DLQ_REASON_HEADER]: reason } }]);
+    const [result] = await this.o.bus.produce(deadLetterTopicFor(this.o.topics[topic]), [deadLetterMessage(message, reason)]);
     this.o.logger.error({ outboxId: row.id, reason }, 'outbox relay: a message does not match its schema; dead-lettered');
     return result?.ok === true;
   }

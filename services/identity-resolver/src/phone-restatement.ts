@@ -6,13 +6,20 @@ import {
   eventIdFor,
   finishRestatement,
   inTransactionWithRetry,
+  loadSurvivors,
+  lockIdentities,
+  mergePlannedProfiles,
   normalisePhone,
+  readBatchState,
   readHeldAndWrittenPhones,
   readIdentityRules,
   readPhoneSightings,
+  readSignalCounts,
   recordWarnings,
   signalKey,
   signalLockKey,
+  signalOfOrg,
+  writeEffects,
   type CompiledIdentityRules,
   type EventIdentity,
   type HeldPhone,
@@ -21,12 +28,12 @@ import {
   type PhoneSighting,
   type RestatementChunk,
   type Signal,
+  type SignalUpsert,
   type WrittenPhone,
 } from '@svc/identity';
 import type { Db, Logger } from '@svc/runtime';
-import * as sql from './batch-sql';
 import type { ResolverMetrics } from './metrics';
-import { buildGraphs, identityLockKeys, signalOfOrg, type SignalUpsert } from './plan';
+import { batchLookups, buildGraphs, identityLockKeys } from './plan';
 import { startPolling, type Polling } from './polling';
 import type { IdentityGraph } from './resolve';
 
@@ -97,7 +104,7 @@ export async function restateChunk(trx: Db, chunk: RestatementChunk, options: Re
   if (chunk.step === 1) {
     const { held, written } = await readHeldAndWrittenPhones(trx, orgId, chunk.profileIds);
     const stale = stalePhones(held, written, read);
-    await sql.lockIdentities(trx, [...new Set(stale.map((s) => signalLockKey(orgId, 'phone', s.value)))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+    await lockIdentities(trx, [...new Set(stale.map((s) => signalLockKey(orgId, 'phone', s.value)))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
     await dropPhones(trx, orgId, stale);
     outcome.dropped = stale.length;
   } else {
@@ -125,10 +132,10 @@ async function attachPhones(trx: Db, orgId: string, rules: CompiledIdentityRules
     return [{ orgId, eventId: eventIdFor(orgId, s.message_id), messageId: s.message_id, identity, sighting: s }];
   });
   if (sighted.length === 0) return {};
-  await sql.lockIdentities(trx, identityLockKeys(sighted));
-  const state = await sql.readBatchState(trx, sighted);
-  const profiles = await sql.loadSurvivors(trx, state.profiles);
-  const counts = Object.keys(rules.limits).length > 0 ? await sql.readSignalCounts(trx, [...profiles.keys()]) : new Map();
+  await lockIdentities(trx, identityLockKeys(sighted));
+  const state = await readBatchState(trx, batchLookups(sighted));
+  const profiles = await loadSurvivors(trx, state.profiles);
+  const counts = Object.keys(rules.limits).length > 0 ? await readSignalCounts(trx, [...profiles.keys()]) : new Map();
   const graph = buildGraphs(sighted, state.signals, profiles.values(), () => rules, counts, state.keptApart).get(orgId)!;
 
   // The sightings whose number their profile does not hold: resolved as their events would be today.
@@ -142,10 +149,10 @@ async function attachPhones(trx: Db, orgId: string, rules: CompiledIdentityRules
   if (graph.created.length > 0) throw new Error('phone restatement: the resolution made a profile for a stored event');
 
   const merges = graph.merges.map((m) => ({ ...m, orgId, targetId: graph.find(m.targetId) }));
-  await sql.mergeProfiles(trx, merges, RESTATEMENT_ACTOR, true);
+  await mergePlannedProfiles(trx, merges, RESTATEMENT_ACTOR, true);
   const signals = sightedSignals(graph, resolved);
   const made = new Set(signals.filter((r) => graph.attached.has(signalKey(r.signal_type, r.signal_value))).map((r) => signalOfOrg(orgId, r.signal_type, r.signal_value)));
-  await sql.writeEffects(trx, { events: [], signals, sessions: [], clicks: [], fingerprints: [], profiles: [] }, made);
+  await writeEffects(trx, { events: [], signals, sessions: [], clicks: [], fingerprints: [], profiles: [] }, made);
   const warnings = graph.warnings.map((w) => ({ orgId, ...w }));
   await recordWarnings(trx, warnings);
   return { attached: made.size, merges: merges.map((m) => m.reason), warnings };

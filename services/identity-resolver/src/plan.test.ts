@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { RawEventEnvelope } from '@svc/contracts';
-import { DEFAULT_COMPILED_RULES, DEFAULT_IDENTITY_RULES, compileIdentityRules, eventIdFor, profileIdsFor, signalLockKey } from '@svc/identity';
+import { DEFAULT_COMPILED_RULES, DEFAULT_IDENTITY_RULES, compileIdentityRules, eventIdFor, profileIdsFor, signalLockKey, type ProfileRow, type SignalRow } from '@svc/identity';
 import {
   buildGraphs,
   contactsNeeded,
@@ -11,10 +11,7 @@ import {
   planBatch,
   profilesToRescore,
   qualifyingConversions,
-  survivorsToLoad,
   usageOf,
-  type ProfileRow,
-  type SignalRow,
 } from './plan';
 
 /** The batch's planning without a database: the state is what the read statement would have returned. */
@@ -49,7 +46,6 @@ const signal = (type: SignalRow['signal_type'], value: string, profileId: string
 
 const P1 = '00000000-0000-8000-8000-000000000001';
 const P2 = '00000000-0000-8000-8000-000000000002';
-const P3 = '00000000-0000-8000-8000-000000000003';
 
 function plan(envelopes: RawEventEnvelope[], state: { signals?: SignalRow[]; profiles?: ProfileRow[]; stored?: string[] } = {}) {
   const { events } = distinctEvents(envelopes, inIndia);
@@ -95,15 +91,6 @@ describe('identityLockKeys', () => {
       ]),
     );
     expect(keys).toHaveLength(4);
-  });
-});
-
-describe('survivorsToLoad', () => {
-  it('names the survivors of loaded profiles that are not loaded yet, once each', () => {
-    const loaded = new Map([P1, P2].map((id) => [id, stored(id, id, null, id === P1 ? P3 : null)]));
-    expect(survivorsToLoad(loaded, [...loaded.values(), stored(P2, P2, null, P3)])).toEqual([P3]);
-    loaded.set(P3, stored(P3, P3));
-    expect(survivorsToLoad(loaded, loaded.values())).toEqual([]);
   });
 });
 

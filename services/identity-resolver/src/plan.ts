@@ -6,30 +6,45 @@ import {
   normaliseEmail,
   normalisePhone,
   profileChange,
+  resolvedEventOf,
   resolvedEventsRef,
   scoringTime,
   signalKey,
   signalLockKey,
+  signalOfOrg,
   signalsOf,
+  type BatchLookups,
+  type BatchState,
+  type ClickIdUpsert,
   type CompiledEngagementRules,
+  type Contacts,
+  type Effects,
+  type EventRow,
+  type FingerprintUpsert,
+  type NewProfileRow,
+  type ProfileRow,
+  type ProfileUpdate,
+  type SessionRow,
+  type SignalCounts,
+  type SignalRow,
+  type SignalUpsert,
+  type Touch,
   type EngagementState,
   type CompiledIdentityRules,
   type IngestionWarning,
   type KeptApartPair,
-  type StoredEventRow,
   type OutboxMessage,
   type Signal,
-  type SignalType,
 } from '@svc/identity';
-import { earlierTouch, laterTouch, type Touch } from './context';
+import { earlierTouch, laterTouch } from './context';
 import { conversionCandidate } from './conversions';
 import { prepareEvent, type PreparedEvent } from './prepare';
-import { IdentityGraph, type PlannedMerge, type ProfileNode, type Resolution, type SignalCounts } from './resolve';
+import { IdentityGraph, type PlannedMerge, type ProfileNode, type Resolution } from './resolve';
 
 /**
  * The batch's planning: pure functions from the events and what the database
  * holds of them to the rows to write. No I/O; process-batch.ts runs the steps
- * and batch-sql.ts holds every statement.
+ * and the identity library's batch store (@svc/identity) holds every statement.
  */
 
 const orgKey = (orgId: string, id: string) => `${orgId}\u0000${id}`;
@@ -63,46 +78,18 @@ export function identityLockKeys(events: ReadonlyArray<Pick<PreparedEvent, 'orgI
   return keys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-export interface ProfileRow {
-  id: string;
-  org_id: string;
-  canonical_id: string;
-  user_id: string | null;
-  merged_into: string | null;
+/** What a batch's read statement looks up for these events: their signals, their ids, their organisations. */
+export function batchLookups(events: ReadonlyArray<Pick<PreparedEvent, 'orgId' | 'eventId' | 'identity'>>): BatchLookups {
+  return {
+    signals: events.flatMap((e) => lookupSignals(e).map((s) => ({ orgId: e.orgId, ...s }))),
+    eventIds: events.map((e) => e.eventId),
+    orgIds: [...new Set(events.map((e) => e.orgId))],
+  };
 }
-
-export interface SignalRow {
-  org_id: string;
-  signal_type: SignalType;
-  signal_value: string;
-  profile_id: string;
-}
-
-/** What the batch's one read statement found, after its identity locks. */
-export interface BatchState {
-  /** The ids of the events already stored (an event's id is its organisation's messageId's: eventIdFor). */
-  stored: Set<string>;
-  signals: SignalRow[];
-  /** The signals' profiles, row-locked. */
-  profiles: ProfileRow[];
-  rules: Array<{ org_id: string; rules: unknown }>;
-  /** The batch's organisations' kept-apart identifiers (unmerges), with who holds them. */
-  keptApart: KeptApartPair[];
-}
-
-/** The key of `BatchPlan.madeSignals`. */
-export const signalOfOrg = (orgId: string, type: SignalType, value: string): string => orgKey(orgId, signalKey(type, value));
 
 /** The events not stored already: a redelivery or a retry changes nothing of theirs. */
 export function freshEvents(events: readonly PreparedEvent[], state: Pick<BatchState, 'stored'>): PreparedEvent[] {
   return events.filter((e) => !state.stored.has(e.eventId));
-}
-
-/** Profiles the loaded ones were merged into that are not loaded yet: to lock and load next. */
-export function survivorsToLoad(profiles: ReadonlyMap<string, ProfileRow>, loaded: Iterable<ProfileRow>): string[] {
-  const ids = new Set<string>();
-  for (const p of loaded) if (p.merged_into && !profiles.has(p.merged_into)) ids.add(p.merged_into);
-  return [...ids];
 }
 
 /**
@@ -162,83 +149,6 @@ export interface ProfileDelta {
   /** The points of the batch's events, as of the latest of them (see engagement.ts). */
   engagement: EngagementState;
   halfLifeDays: number | null;
-}
-
-/** An identity.events row: what an unmerge reads back (StoredEventRow), and where it is. */
-export interface EventRow extends StoredEventRow {
-  id: string;
-  org_id: string;
-  profile_id: string;
-  resolution_method: Resolution['method'];
-}
-
-export interface SignalUpsert {
-  org_id: string;
-  signal_type: SignalType;
-  signal_value: string;
-  profile_id: string;
-  confidence: number;
-  first_seen_at: string;
-  last_seen_at: string;
-  occurrence_count: number;
-}
-
-export interface SessionRow {
-  org_id: string;
-  profile_id: string;
-  session_id: string;
-}
-
-export interface ClickIdUpsert {
-  org_id: string;
-  click_type: string;
-  click_id: string;
-  profile_id: string;
-  campaign_source: string | null;
-  campaign_medium: string | null;
-  first_seen_at: string;
-  last_seen_at: string;
-}
-
-export interface FingerprintUpsert {
-  org_id: string;
-  profile_id: string;
-  fingerprint_hash: string;
-  first_seen_at: string;
-  last_seen_at: string;
-  occurrence_count: number;
-}
-
-export interface ProfileUpdate {
-  id: string;
-  events: number;
-  first_seen_at: string;
-  last_seen_at: string;
-  first_touch: Touch | null;
-  last_touch: Touch | null;
-  traits: Record<string, unknown>;
-  user_id: string | null;
-  engagement_points: number;
-  engagement_at: string | null;
-  half_life_days: number | null;
-}
-
-export interface NewProfileRow {
-  id: string;
-  org_id: string;
-  canonical_id: string;
-  first_seen_at: string;
-  last_seen_at: string;
-}
-
-/** Every row the fresh events write, each table's rows coalesced by key. */
-export interface Effects {
-  events: EventRow[];
-  signals: SignalUpsert[];
-  sessions: SessionRow[];
-  clicks: ClickIdUpsert[];
-  fingerprints: FingerprintUpsert[];
-  profiles: ProfileUpdate[];
 }
 
 /** The batch planned: what to create, merge and write, decided before any of it is written. */
@@ -451,7 +361,6 @@ export function profilesToRescore(fingerprints: readonly FingerprintUpsert[]): A
 }
 
 export type Qualifying = Array<{ e: PreparedEvent; profileId: string }>;
-export type Contacts = Map<string, { email: string | null; phone: string | null }>;
 
 /** The fresh events that qualify as conversions for their organisation, with the profile each ends up on. */
 export function qualifyingConversions(fresh: readonly PreparedEvent[], profileOf: readonly string[], names: ReadonlyMap<string, ReadonlySet<string> | null>): Qualifying {
@@ -465,39 +374,6 @@ export function qualifyingConversions(fresh: readonly PreparedEvent[], profileOf
 /** The conversions whose event lacks an email or a phone: their profiles' known contact details are read. */
 export function contactsNeeded(qualifying: Qualifying): Array<{ orgId: string; profileId: string }> {
   return qualifying.filter(({ e }) => e.identity.email === null || e.identity.phone === null).map(({ e, profileId }) => ({ orgId: e.orgId, profileId }));
-}
-
-/** An identity.events row as the relay reads it back, or as a batch plans it (timestamps as ISO text). */
-export interface ResolvedEventRow {
-  id: string;
-  org_id: string;
-  message_id: string;
-  profile_id: string;
-  event_name: string;
-  event_timestamp: Date | string;
-  received_at: Date | string;
-  properties: Record<string, unknown>;
-  context: Record<string, unknown>;
-  resolution_method: string;
-}
-
-const isoOf = (t: Date | string): string => (typeof t === 'string' ? t : t.toISOString());
-
-/** The one events.resolved message of a stored event. */
-export function resolvedEventOf(row: ResolvedEventRow): ResolvedEvent {
-  return {
-    v: 1,
-    orgId: row.org_id,
-    eventId: row.id,
-    messageId: row.message_id,
-    profileId: row.profile_id,
-    eventName: row.event_name,
-    eventTimestamp: isoOf(row.event_timestamp),
-    properties: row.properties,
-    context: row.context,
-    resolutionMethod: row.resolution_method,
-    receivedAt: isoOf(row.received_at),
-  };
 }
 
 /** The events.resolved message of each event the batch stores (the relay sends it from memory once committed). */

@@ -1,6 +1,6 @@
 import { STORED_EVENT_NAMES, softCapBreaches, type RawEventEnvelope } from '@svc/contracts';
-import { eventIdFor, eventIdentity, personTraits, signalKey, type CompiledIdentityRules, type EventIdentity, type WarningKind } from '@svc/identity';
-import { clickIdsOf, fingerprintOf, sessionIdOf, storedContext, touchOf, type ClickIdSighting, type Touch } from './context';
+import { eventIdFor, eventIdentity, personTraits, signalKey, type CompiledIdentityRules, type EventIdentity, type Touch, type WarningKind } from '@svc/identity';
+import { clickIdsOf, fingerprintOf, sessionIdOf, storedContext, touchOf, type ClickIdSighting } from './context';
 
 /** An event that can never be stored, whatever is retried (bad data a producer other than the gateway let through). */
 export class PoisonEventError extends Error {

@@ -1,8 +1,24 @@
 import type { RawEventEnvelope, ResolvedEvent } from '@svc/contracts';
 import type { Db } from '@svc/runtime';
-import { DEFAULT_PHONE_COUNTRY_CODE, compileStoredEngagementRules, readIdentityRules, recordWarnings, type IdentifierHashes, type IngestionWarning, type MergeReason } from '@svc/identity';
-import * as sql from './batch-sql';
-import { buildGraphs, contactsNeeded, distinctEvents, freshEvents, identityLockKeys, limitsApply, outputMessages, planBatch, profilesToRescore, qualifyingConversions, resolvedEvents, usageOf, warningsOf } from './plan';
+import {
+  DEFAULT_PHONE_COUNTRY_CODE,
+  addUsageAndOutputs,
+  compileStoredEngagementRules,
+  insertProfiles,
+  loadSurvivors,
+  lockIdentities,
+  mergePlannedProfiles,
+  readBatchState,
+  readIdentityRules,
+  readSignalCounts,
+  recordWarnings,
+  rescoreAndReadContacts,
+  writeEffects,
+  type IdentifierHashes,
+  type IngestionWarning,
+  type MergeReason,
+} from '@svc/identity';
+import { batchLookups, buildGraphs, contactsNeeded, distinctEvents, freshEvents, identityLockKeys, limitsApply, outputMessages, planBatch, profilesToRescore, qualifyingConversions, resolvedEvents, usageOf, warningsOf } from './plan';
 import type { PreparedEvent } from './prepare';
 import { withoutSuppressed } from './suppression';
 
@@ -12,7 +28,7 @@ import { withoutSuppressed } from './suppression';
  * (events, profiles, signals, sessions, click IDs, fingerprints, usage, the
  * outbox) set-based. Effects happen only for events whose row is new, so a
  * redelivered batch changes nothing. The steps below alternate between
- * planning (plan.ts, pure) and statements (batch-sql.ts).
+ * planning (plan.ts, pure) and the identity library's statements (batch-store.ts).
  */
 
 export interface BatchOptions {
@@ -83,34 +99,34 @@ export async function processBatch(trx: Db, envelopes: readonly RawEventEnvelope
   // asked for now, while the transaction goes on; awaited when needed.
   const conversionNames = options.restate ? undefined : lookUpConversionNames(events, options);
 
-  if (!options.replay) await sql.lockIdentities(trx, identityLockKeys(events));
+  if (!options.replay) await lockIdentities(trx, identityLockKeys(events));
   const allowed = await withoutSuppressed(trx, events, options.hashes);
   outcome.suppressed = events.length - allowed.length;
   if (allowed.length === 0) return outcome;
-  const state = await sql.readBatchState(trx, allowed);
+  const state = await readBatchState(trx, batchLookups(allowed));
   const fresh = freshEvents(allowed, state);
   outcome.duplicates += allowed.length - fresh.length;
   if (fresh.length === 0) return outcome;
 
-  const profiles = await sql.loadSurvivors(trx, state.profiles);
-  const counts = limitsApply(fresh, identityRules.rules) ? await sql.readSignalCounts(trx, [...profiles.keys()]) : new Map();
+  const profiles = await loadSurvivors(trx, state.profiles);
+  const counts = limitsApply(fresh, identityRules.rules) ? await readSignalCounts(trx, [...profiles.keys()]) : new Map();
   const graphs = buildGraphs(fresh, state.signals, profiles.values(), identityRules.rules, counts, state.keptApart);
   const engagement = compileStoredEngagementRules([...graphs.keys()], state.rules.filter((r) => graphs.has(r.org_id)));
   outcome.invalidEngagementRules = engagement.invalid;
   const plan = planBatch(fresh, graphs, engagement.rules);
 
-  await sql.insertProfiles(trx, options.restate ? { created: plan.created, createdChanges: [] } : plan);
-  await sql.mergeProfiles(trx, plan.merges, options.actor ?? ACTOR, !options.restate);
-  await sql.writeEffects(trx, plan.effects, plan.madeSignals);
+  await insertProfiles(trx, options.restate ? { created: plan.created, createdChanges: [] } : plan);
+  await mergePlannedProfiles(trx, plan.merges, options.actor ?? ACTOR, !options.restate);
+  await writeEffects(trx, plan.effects, plan.madeSignals);
   outcome.stored = fresh.length;
   outcome.profilesCreated = plan.created.length;
   outcome.merges = plan.merges.map((m) => m.reason);
 
   const qualifying = conversionNames ? qualifyingConversions(fresh, plan.profileOf, await conversionNames) : [];
-  const contacts = await sql.rescoreAndReadContacts(trx, profilesToRescore(plan.effects.fingerprints), contactsNeeded(qualifying));
+  const contacts = await rescoreAndReadContacts(trx, profilesToRescore(plan.effects.fingerprints), contactsNeeded(qualifying));
   if (options.restate) return outcome;
 
-  await sql.addUsageAndOutputs(trx, usageOf(fresh), outputMessages(plan, fresh, qualifying, contacts, identityRules.rules, options.traceparents));
+  await addUsageAndOutputs(trx, usageOf(fresh), outputMessages(plan, fresh, qualifying, contacts, identityRules.rules, options.traceparents));
   outcome.warnings = warningsOf(fresh, graphs);
   await recordWarnings(trx, outcome.warnings);
   outcome.resolved = resolvedEvents(plan.effects);

@@ -1,6 +1,19 @@
 import type { RawEventEnvelope, RawLogMessage } from '@svc/contracts';
 import type { Db, Logger } from '@svc/runtime';
-import { UnreadableRawEventError, eventIdFor, excludeWriters, identityMigrations, mergeProfiles, openRawLog, resolveProfileId, type DataKeyReader } from '@svc/identity';
+import {
+  UnreadableRawEventError,
+  adminMergesToReapply,
+  carryEngagementRules,
+  carryUnrelayedOutbox,
+  eventIdFor,
+  eventsStoredIn,
+  liveProfileCount,
+  mergeProfiles,
+  openRawLog,
+  resolveProfileId,
+  setIdentitySchemaAside,
+  type DataKeyReader,
+} from '@svc/identity';
 import { processBatch, type BatchOptions, type BatchOutcome } from './process-batch';
 
 /**
@@ -72,22 +85,8 @@ export interface ReplayReport {
 export async function replayProjections(o: ReplayOptions): Promise<ReplayReport> {
   const previousSchema = `identity_before_replay_${o.label ?? new Date().toISOString().replace(/\D/g, '').slice(0, 14)}`;
   return o.db.transaction(async (trx) => {
-    await excludeWriters(trx);
-    await trx.raw('alter schema identity rename to ??', [previousSchema]);
-    await trx.raw('create schema identity');
-    for (const m of [...identityMigrations.migrations].sort((a, b) => a.name.localeCompare(b.name))) await m.up(trx);
-    await carryMigrationLog(trx, previousSchema);
-    // Before the log: they decide how its events' identifiers are read, and which profiles stay apart (unmerges).
-    await trx.raw('insert into identity.identity_rules (org_id, rules, updated_at) select org_id, rules, updated_at from ??.identity_rules', [previousSchema]);
-    await trx.raw(
-      'insert into identity.kept_apart (org_id, a_type, a_value, b_type, b_value, unmerge_id, created_at) select org_id, a_type, a_value, b_type, b_value, unmerge_id, created_at from ??.kept_apart',
-      [previousSchema],
-    );
-    // The warnings so far, in their order: the restated events' are not recorded again.
-    await trx.raw(
-      'insert into identity.ingestion_warnings (org_id, kind, message_id, detail, at) select org_id, kind, message_id, detail, at from ??.ingestion_warnings order by id',
-      [previousSchema],
-    );
+    // With what decides how the log's identifiers are read and joined carried over first.
+    await setIdentitySchemaAside(trx, previousSchema);
 
     let events = 0;
     let skipped = 0;
@@ -107,7 +106,11 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
     await o.source(async (messages) => {
       events += messages.length;
       const envelopes = await openAll(o.keys, messages, (n) => (erased += n), (err) => leftOut(err, undefined));
-      const handled = await storedBefore(trx, previousSchema, envelopes);
+      const handled = await eventsStoredIn(
+        trx,
+        previousSchema,
+        envelopes.map((e) => eventIdFor(e.orgId, e.event.messageId)),
+      );
       // In log order: runs of events the live path had stored, and of events it had not.
       for (const run of runsBy(envelopes, (e) => handled.has(eventIdFor(e.orgId, e.event.messageId)))) {
         const options = run.value ? restated : caughtUpOptions;
@@ -125,21 +128,11 @@ export async function replayProjections(o: ReplayOptions): Promise<ReplayReport>
       }
     });
 
-    await trx.raw(
-      `insert into identity.engagement_rules (org_id, rules, updated_at) select org_id, rules, updated_at from ??.engagement_rules`,
-      [previousSchema],
-    );
+    await carryEngagementRules(trx, previousSchema);
     // The outbox now holds the caught-up events' rows only: restated events and re-applied admin merges publish nothing.
     const adminMerges = await reapplyAdminMerges(trx, previousSchema, o.logger);
-    // What the live path committed but had not relayed: still to be sent (last, so the relay's deletes meanwhile are
-    // seen; one it makes after this sends a row again, as after any relay crash: consumers de-duplicate).
-    await trx.raw(
-      `insert into identity.outbox (topic, message_key, payload, event_id, event_ids, created_at)
-       select topic, message_key, payload, event_id, event_ids, created_at from ??.outbox order by id`,
-      [previousSchema],
-    );
-    const { rows } = await trx.raw<{ rows: Array<{ n: string }> }>('select count(*) as n from identity.profiles where merged_into is null');
-    return { previousSchema, events, skipped, suppressed, erased, caughtUp, profiles: Number(rows[0]!.n), adminMerges };
+    await carryUnrelayedOutbox(trx, previousSchema);
+    return { previousSchema, events, skipped, suppressed, erased, caughtUp, profiles: await liveProfileCount(trx), adminMerges };
   });
 }
 
@@ -176,16 +169,6 @@ async function openAll(
   return envelopes;
 }
 
-/** The ids of the events the live path had stored, among these: those in the tables the replay replaces. */
-async function storedBefore(trx: Db, previousSchema: string, envelopes: readonly RawEventEnvelope[]): Promise<Set<string>> {
-  if (envelopes.length === 0) return new Set();
-  const { rows } = await trx.raw<{ rows: Array<{ id: string }> }>(`select id from ??.events where id = any(?::uuid[])`, [
-    previousSchema,
-    envelopes.map((e) => eventIdFor(e.orgId, e.event.messageId)),
-  ]);
-  return new Set(rows.map((r) => r.id));
-}
-
 /** Consecutive items with the same value of `of`, in order. */
 function runsBy<T>(items: readonly T[], of: (item: T) => boolean): Array<{ value: boolean; items: T[] }> {
   const runs: Array<{ value: boolean; items: T[] }> = [];
@@ -198,26 +181,10 @@ function runsBy<T>(items: readonly T[], of: (item: T) => boolean): Array<{ value
   return runs;
 }
 
-/** knex's migration log of the schema, so later `migrate` runs see the same migrations applied. */
-async function carryMigrationLog(trx: Db, previousSchema: string): Promise<void> {
-  await trx.raw(`
-    create table identity.knex_migrations (id serial primary key, name varchar(255), batch integer, migration_time timestamptz);
-    create table identity.knex_migrations_lock (index serial primary key, is_locked integer);
-    insert into identity.knex_migrations_lock (is_locked) values (0);
-  `);
-  await trx.raw(
-    'insert into identity.knex_migrations (name, batch, migration_time) select name, batch, migration_time from ??.knex_migrations order by id',
-    [previousSchema],
-  );
-}
-
 /** Admin merges are decisions, not log events: applied again, in order, to the profiles they named (ids are deterministic). */
 async function reapplyAdminMerges(trx: Db, previousSchema: string, logger: Logger): Promise<number> {
-  const { rows } = await trx.raw<{
-    rows: Array<{ org_id: string; source_profile_id: string; target_profile_id: string; actor: string; note: string | null }>;
-  }>(`select org_id, source_profile_id, target_profile_id, actor, note from ??.merges where reason = 'admin' and undone_by is null order by id`, [previousSchema]);
   let applied = 0;
-  for (const m of rows) {
+  for (const m of await adminMergesToReapply(trx, previousSchema)) {
     const sourceId = await resolveProfileId(trx, m.org_id, m.source_profile_id);
     const targetId = await resolveProfileId(trx, m.org_id, m.target_profile_id);
     if (!sourceId || !targetId || sourceId === targetId) {

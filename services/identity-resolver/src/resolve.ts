@@ -1,4 +1,16 @@
-import { DEFAULT_IDENTITY_RULES, profileIdsFor, signalKey, type CompiledIdentityRules, type EventIdentity, type KeptApartPair, type MergeReason, type SignalType, type WarningKind } from '@svc/identity';
+import {
+  DEFAULT_IDENTITY_RULES,
+  profileIdsFor,
+  signalKey,
+  type CompiledIdentityRules,
+  type EventIdentity,
+  type KeptApartPair,
+  type MergeReason,
+  type ResolutionMethod,
+  type SignalCounts,
+  type SignalType,
+  type WarningKind,
+} from '@svc/identity';
 
 /**
  * Identity resolution rules, on an in-memory view of one organisation's
@@ -30,9 +42,6 @@ import { DEFAULT_IDENTITY_RULES, profileIdsFor, signalKey, type CompiledIdentity
  * refused.
  */
 
-/** Which signal found the event's profile, or that a new one was made (stored as events.resolution_method). */
-export type ResolutionMethod = SignalType | 'new_profile';
-
 
 export interface ProfileNode {
   id: string;
@@ -58,9 +67,6 @@ export interface GraphWarning {
   kind: Extract<WarningKind, 'identity_limit' | 'merge_refused'>;
   detail: string;
 }
-
-/** How many signals of each type a stored profile holds (for limits). */
-export type SignalCounts = ReadonlyMap<string, Partial<Record<SignalType, number>>>;
 
 export interface Resolution {
   /** The profile the event went to when it was resolved; `graph.find` gives where it ends up. */

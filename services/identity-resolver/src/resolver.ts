@@ -1,13 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  DLQ_REASON_HEADER,
-  DLQ_SOURCE_HEADER,
-  deadLetterTopicFor,
-  type BatchHandler,
-  type Bus,
-  type IncomingMessage,
-  type MessageBatch,
-} from '@svc/bus';
+import { deadLetterMessage, deadLetterTopicFor, type BatchHandler, type Bus, type HandlerOutcome, type IncomingMessage, type MessageBatch } from '@svc/bus';
 import type { RawEventEnvelope, RawLogMessage, ResolvedEvent, TopicSpec } from '@svc/contracts';
 import { DEGRADED, inConsumerSpans, type Db, type Logger, type Tracer } from '@svc/runtime';
 import { classifyFailure, inTransactionWithRetry, openRawLog, type DataKeyReader, type FailureKind, type OutputTopics } from '@svc/identity';
@@ -75,16 +67,16 @@ export class StallWatch {
 
 const keyOf = (m: IncomingMessage): string => `${m.topic}/${m.partition}/${m.offset}`;
 
+/** An event proven bad: parked with the reason it fails. */
+type DeadLetter = Extract<HandlerOutcome, { kind: 'dead-letter' }>;
+
 /**
- * What becomes of a batch: stored; handed back to the bus to come again
- * (the database or the log unavailable); its failing events proven bad, to be
- * dead-lettered; or failing events nothing proves bad, handed back too.
+ * What becomes of a batch, in the bus's words: stored; retried, handed back
+ * to the bus to come again (the database or the log unavailable, or failing
+ * events nothing proves bad: an UnprovenFailureError); or its failing events
+ * proven bad, each dead-lettered with its reason, and the rest stored.
  */
-type Verdict =
-  | { kind: 'stored' }
-  | { kind: 'retry'; cause: unknown }
-  | { kind: 'dead-letter'; events: Array<[IncomingMessage<RawLogMessage>, unknown]> }
-  | { kind: 'unproven'; events: Array<[IncomingMessage<RawLogMessage>, unknown]> };
+type Verdict = Exclude<HandlerOutcome, DeadLetter> | { kind: 'dead-letter'; events: Array<[IncomingMessage<RawLogMessage>, DeadLetter]> };
 
 /** Thrown to roll the probe's transaction back once it has passed. */
 const ROLLBACK = Symbol('rollback the probe');
@@ -162,15 +154,8 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawLogMe
     return outcome;
   };
 
-  const deadLetter = async (m: IncomingMessage<RawLogMessage>, err: unknown): Promise<void> => {
-    const reason = deadLetterReason(err);
-    const [result] = await deps.bus.produce(deadLetterTopic, [
-      {
-        key: m.key,
-        value: m.value,
-        headers: { ...m.headers, [DLQ_REASON_HEADER]: reason, [DLQ_SOURCE_HEADER]: `${m.topic}/${m.partition}/${m.offset}` },
-      },
-    ]);
+  const deadLetter = async (m: IncomingMessage<RawLogMessage>, { reason }: DeadLetter): Promise<void> => {
+    const [result] = await deps.bus.produce(deadLetterTopic, [deadLetterMessage(m, reason, m)]);
     if (!result?.ok) throw result?.error ?? new Error('dead-letter produce returned no result');
     deps.metrics?.events.inc({ outcome: 'dead_lettered' });
     deps.logger.error({ topic: m.topic, partition: m.partition, offset: m.offset, reason }, 'resolver: dead-lettered a poison event');
@@ -213,6 +198,15 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawLogMe
     }
   };
 
+  /** Events failing alone with nothing proving them bad: counted as stalled and retried, never dead-lettered. */
+  const retryUnproven = (events: ReadonlyArray<[IncomingMessage<RawLogMessage>, unknown]>): Verdict => {
+    const [first] = events;
+    for (const [m] of events) stalls.stalledOn(keyOf(m));
+    deps.metrics?.batchFailures.inc({ kind: 'unproven' });
+    deps.logger.error({ err: first?.[1], events: events.length }, 'resolver: events fail alone with nothing proving them bad; retrying after the bus back-off instead of dead-lettering');
+    return { kind: 'retry', cause: new UnprovenFailureError(events.length, { cause: first?.[1] }) };
+  };
+
   /** What to do with a batch: every step's result is a value, decided once, here. */
   const resolveBatch = async (messages: ReadonlyArray<IncomingMessage<RawLogMessage>>): Promise<Verdict> => {
     const whole = await attempt(messages);
@@ -241,16 +235,16 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawLogMe
     for (const failed of failedAlone) {
       if (!batchMatePassed && !(await probePasses(failed[0].value.orgId))) unproven.push(failed);
     }
-    if (unproven.length > 0) return { kind: 'unproven', events: unproven };
+    if (unproven.length > 0) return retryUnproven(unproven);
     // The proof came after the events' own attempts. A fault that was gone by then (a bug of ours that a
     // deploy fixed, a dependency back) must not cost them: each gets one more attempt now, and only an
     // event that still fails after its proof is to blame.
-    const guilty: typeof failedAlone = [];
+    const guilty: Array<[IncomingMessage<RawLogMessage>, DeadLetter]> = [];
     for (const [m] of failedAlone) {
       const again = await attempt([m]);
       if (again.ok) continue;
       if (again.kind !== 'data') return { kind: 'retry', cause: again.cause };
-      guilty.push([m, again.cause]);
+      guilty.push([m, { kind: 'dead-letter', reason: deadLetterReason(again.cause) }]);
     }
     return guilty.length > 0 ? { kind: 'dead-letter', events: guilty } : { kind: 'stored' };
   };
@@ -263,16 +257,9 @@ export function createResolverHandler(deps: ResolverDeps): BatchHandler<RawLogMe
       case 'retry':
         // Uncommitted: the bus delivers the batch again after its back-off.
         throw verdict.cause;
-      case 'unproven': {
-        const [first] = verdict.events;
-        for (const [m] of verdict.events) stalls.stalledOn(keyOf(m));
-        deps.metrics?.batchFailures.inc({ kind: 'unproven' });
-        deps.logger.error({ err: first?.[1], events: verdict.events.length }, 'resolver: events fail alone with nothing proving them bad; retrying after the bus back-off instead of dead-lettering');
-        throw new UnprovenFailureError(verdict.events.length, { cause: first?.[1] });
-      }
       case 'dead-letter':
-        for (const [m, failure] of verdict.events) {
-          await deadLetter(m, failure);
+        for (const [m, outcome] of verdict.events) {
+          await deadLetter(m, outcome);
           stalls.settled(keyOf(m));
         }
     }

@@ -1,24 +1,29 @@
 import { STORED_EVENT_NAMES, type EventType, type RawEventEnvelope } from '@svc/contracts';
 import {
   DEFAULT_PHONE_COUNTRY_CODE,
-  classifyFailure,
   claimPendingUnmerge,
+  classifyFailure,
   compileStoredEngagementRules,
   finishUnmerge,
   holdOffReplay,
   inTransactionWithRetry,
+  insertProfiles,
   journalOf,
   keepApart,
+  lockIdentities,
   lockMergedCluster,
   mergeProfiles,
   profileIdsFor,
+  readEngagementRules,
   readIdentityRules,
   readKeptApart,
   redirect,
+  rescoreAndReadContacts,
   resolveProfileId,
   settleJournal,
   survivorsOf,
   takeApart,
+  writeEffects,
   type MergeJournalRow,
   type MergedCluster,
   type PendingUnmerge,
@@ -26,7 +31,6 @@ import {
   type StoredEventRow,
 } from '@svc/identity';
 import type { Db, Logger } from '@svc/runtime';
-import * as sql from './batch-sql';
 import type { ResolverMetrics } from './metrics';
 import { buildGraphs, distinctEvents, identityLockKeys, planBatch, profilesToRescore } from './plan';
 import { startPolling, type Polling } from './polling';
@@ -140,15 +144,15 @@ interface Resolution {
 async function resolveAgain(trx: Db, orgId: string, rows: readonly StoredEventRow[], cluster: MergedCluster, options: UnmergeOptions): Promise<Resolution> {
   const identityRules = await readIdentityRules(trx, [orgId], options.defaultPhoneCountryCode ?? DEFAULT_PHONE_COUNTRY_CODE);
   const { events } = distinctEvents(rows.map((row) => envelopeOf(orgId, row)), identityRules.rules);
-  await sql.lockIdentities(trx, identityLockKeys(events));
+  await lockIdentities(trx, identityLockKeys(events));
   const graphs = buildGraphs(events, [], [], identityRules.rules, new Map(), await readKeptApart(trx, orgId));
-  const engagement = compileStoredEngagementRules([orgId], await sql.readEngagementRules(trx, [orgId]));
+  const engagement = compileStoredEngagementRules([orgId], await readEngagementRules(trx, [orgId]));
   const plan = planBatch(events, graphs, engagement.rules);
   // Nothing was loaded: every profile is made by the batch, so every merge is one within it.
   if (plan.merges.length > 0) throw new Error('unmerge: a merge of a stored profile planned');
-  await sql.insertProfiles(trx, { created: plan.created, createdChanges: [] }, true);
-  await sql.writeEffects(trx, plan.effects, plan.madeSignals);
-  await sql.rescoreAndReadContacts(trx, profilesToRescore(plan.effects.fingerprints), []);
+  await insertProfiles(trx, { created: plan.created, createdChanges: [] }, true);
+  await writeEffects(trx, plan.effects, plan.madeSignals);
+  await rescoreAndReadContacts(trx, profilesToRescore(plan.effects.fingerprints), []);
 
   const graph = graphs.get(orgId);
   const live = new Set(plan.created.map((p) => p.id));

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { busMigrations } from '@svc/bus';
 import { privacyMigrations } from '@svc/identity';
-import { AccountsStore, accountsMigrations, createDb, rateLimitMigrations, runMigrations, startEmbeddedPostgres, type Db } from '@svc/runtime';
+import { createDb, runMigrations, startEmbeddedPostgres, type Db } from '@svc/runtime';
+import { AccountsStore, accountsMigrations, rateLimitMigrations } from '@svc/accounts';
 
 /** The raw log's master key the benches' gateways seal with. */
 export const BENCH_RAW_LOG_MASTER_KEY = randomBytes(32).toString('hex');

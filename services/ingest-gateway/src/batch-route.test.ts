@@ -2,17 +2,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/glo
 import { BodyLimitHints, ErrorCodes, EventReasons, Messages, Topics, type RawEventEnvelope, type RawEventSealed } from '@svc/contracts';
 import { BusUnavailableError, SchemaViolationError, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import {
-  FailedAuthThrottle,
-  InProcessRateLimiter,
   createApp,
   createLogger,
   createMetrics,
   startHttpServer,
-  type RateLimitRule,
-  type RateLimitVerdict,
   type RunningHttpServer,
-  type VerifiedKey,
 } from '@svc/runtime';
+import { FailedAuthThrottle, InProcessRateLimiter, type RateLimitRule, type RateLimitVerdict, type VerifiedKey } from '@svc/accounts';
 import { verifiedKey } from '@svc/testkit';
 import { mountBatchRoute, type GatewayDeps } from './batch-route';
 import { gatewayMetrics } from './metrics';

@@ -4,8 +4,6 @@ import { sealRawEvent, type SubjectKeys } from '@svc/identity';
 import { BusUnavailableError, type Bus, type OutgoingMessage, type ProduceResult } from '@svc/bus';
 import {
   HttpError,
-  KeyRequirements,
-  authenticate,
   clientIp,
   isDatabaseUnavailable,
   methodNotAllowed,
@@ -14,12 +12,9 @@ import {
   sendJson,
   traceparentOf,
   TRACEPARENT_HEADER,
-  type AdmissionDeps,
   type Logger,
-  type RateLimiter,
-  type RateLimitVerdict,
-  type VerifiedKey,
 } from '@svc/runtime';
+import { KeyRequirements, authenticate, type AdmissionDeps, type RateLimiter, type RateLimitVerdict, type VerifiedKey } from '@svc/accounts';
 import { batchRateRules, checkQuota, rateLimitError, type UsageReader } from './limits';
 import { errorLines, prepareEvents, type EventFailure } from './prepare-events';
 import type { GatewayMetrics } from './metrics';

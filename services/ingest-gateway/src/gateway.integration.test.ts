@@ -4,15 +4,12 @@ import { randomBytes } from 'node:crypto';
 import { Messages, type RawLogMessage } from '@svc/contracts';
 import { DataKeyReader, IdentifierHashes, MasterKeyRing, openRawLog, privacyMigrations } from '@svc/identity';
 import {
-  AccountsStore,
-  FailedAuthThrottle,
-  accountsMigrations,
   createLogger,
   createMetrics,
-  rateLimitMigrations,
   serveHttp,
   type RunningHttpServer,
 } from '@svc/runtime';
+import { AccountsStore, FailedAuthThrottle, accountsMigrations, rateLimitMigrations } from '@svc/accounts';
 import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, readRawKafkaTopic, type TestDatabase } from '@svc/testkit';
 import { mountGateway } from './routes';
 import { documentedFetch } from '@svc/openapi';

@@ -1,2 +1,2 @@
 export { gatewayOwnConfigSpec } from './config';
-export { buildGateway } from './service';
+export { gatewayService } from './service';

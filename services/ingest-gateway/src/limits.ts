@@ -2,13 +2,8 @@ import { Headers, Limits, Messages } from '@svc/contracts';
 import {
   HttpError,
   isDatabaseUnavailable,
-  perIpRateLimited,
-  perOrgIpRule,
-  rateLimitHeaders,
-  type RateLimitRule,
-  type RateLimitVerdict,
-  type VerifiedKey,
 } from '@svc/runtime';
+import { perIpRateLimited, perOrgIpRule, rateLimitHeaders, type RateLimitRule, type RateLimitVerdict, type VerifiedKey } from '@svc/accounts';
 
 /**
  * The two request-rate rules of POST /v1-batch: per (organisation, client IP),

@@ -1,35 +1,9 @@
 import { prefixedTopics } from '@svc/bus';
-import { checkedIdentifierHashes, masterKeyRing, requiredIdentifierHashConfigSpec, requiredRawLogKeyConfigSpec, type IdentifierHashes, type MasterKeyRing } from '@svc/identity';
-import { env, type ConfigValues } from '@svc/runtime';
-import type { BuiltService, ServiceConfig, ServiceContext, ServiceDefinition } from '@svc/service';
+import { checkedIdentifierHashes, masterKeyRing, requiredIdentifierHashConfigSpec, requiredRawLogKeyConfigSpec } from '@svc/identity';
+import { env } from '@svc/runtime';
+import type { ServiceDefinition } from '@svc/service';
 import { gatewayOwnConfigSpec } from './config';
 import { mountGateway } from './routes';
-
-/** The gateway's part of a process: the raw topic, and POST /v1-batch. */
-export async function buildGateway(
-  { config, db, bus, logger, metrics, failedAuth }: ServiceContext<ServiceConfig & ConfigValues<typeof gatewayOwnConfigSpec>>,
-  masterKeys: MasterKeyRing,
-  hashes: IdentifierHashes,
-): Promise<BuiltService> {
-  const topics = prefixedTopics(config.TOPIC_PREFIX);
-  await bus.ensureTopics([topics.eventsRaw]);
-  return {
-    mount: (router) =>
-      mountGateway(router, {
-        db,
-        bus,
-        rawTopic: topics.eventsRaw,
-        logger,
-        metrics,
-        trustedProxies: config.TRUSTED_PROXIES,
-        failedAuth,
-        upgradeUrl: config.UPGRADE_URL,
-        keyOutageGraceMs: config.KEY_OUTAGE_GRACE_SECONDS * 1_000,
-        masterKeys,
-        hashes,
-      }),
-  };
-}
 
 const configSpec = {
   ...gatewayOwnConfigSpec,
@@ -46,11 +20,35 @@ const configSpec = {
   }),
 };
 
-/** The ingest gateway as its own deployment (migrations: the migrate job). Stateless: run as many replicas as load asks. */
+/**
+ * The ingest gateway (migrations: the migrate job): the raw topic, and POST
+ * /v1-batch. Stateless: run as many replicas as load asks.
+ */
 export const gatewayService: ServiceDefinition<typeof configSpec> = {
   name: 'ingest-gateway',
   configSpec,
-  build: async (ctx) => buildGateway(ctx, await masterKeyRing(ctx.config), await checkedIdentifierHashes(ctx.db, ctx.config)),
+  async build({ config, db, bus, logger, metrics, failedAuth, dataDir }) {
+    const masterKeys = await masterKeyRing(config, dataDir);
+    const hashes = await checkedIdentifierHashes(db, config, dataDir);
+    const topics = prefixedTopics(config.TOPIC_PREFIX);
+    await bus.ensureTopics([topics.eventsRaw]);
+    return {
+      mount: (router) =>
+        mountGateway(router, {
+          db,
+          bus,
+          rawTopic: topics.eventsRaw,
+          logger,
+          metrics,
+          trustedProxies: config.TRUSTED_PROXIES,
+          failedAuth,
+          upgradeUrl: config.UPGRADE_URL,
+          keyOutageGraceMs: config.KEY_OUTAGE_GRACE_SECONDS * 1_000,
+          masterKeys,
+          hashes,
+        }),
+    };
+  },
   // On Kafka the log is its only hard dependency: API keys and visitors' data keys held, and limits counted, in-process carry it through a database failover.
   servesWithoutDatabase: (config) => config.KAFKA_BROKERS.length > 0,
   workers: (config) => config.GATEWAY_WORKERS,

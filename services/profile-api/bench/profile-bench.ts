@@ -7,9 +7,6 @@ import path from 'node:path';
 import { conversionsMigrations } from '@svc/conversions';
 import { identityMigrations, privacyMigrations } from '@svc/identity';
 import {
-  AccountsStore,
-  FailedAuthThrottle,
-  accountsMigrations,
   createDb,
   createLogger,
   createMetrics,
@@ -17,12 +14,12 @@ import {
   ensureDatabase,
   env,
   loadConfigOrExit,
-  rateLimitMigrations,
   runMigrations,
   serveHttp,
   startEmbeddedPostgres,
   type Db,
 } from '@svc/runtime';
+import { AccountsStore, FailedAuthThrottle, accountsMigrations, rateLimitMigrations } from '@svc/accounts';
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { bulkLoadIdentity } from '@svc/testkit/dist/bulk-load';
 import { nameValues } from '@svc/testkit/dist/name-values';

@@ -2,13 +2,11 @@ import type { Router } from 'express';
 import { BodyLimitHints, ERASABLE_IDENTIFIER_TYPES, Limits, Messages, toStorable, type ErasableIdentifierType, type ErasureView } from '@svc/contracts';
 import {
   HttpError,
-  KeyRequirements,
-  admit,
   readJsonBody,
   sendJson,
-  type AdmissionDeps,
   type Logger,
 } from '@svc/runtime';
+import { KeyRequirements, admit, type AdmissionDeps } from '@svc/accounts';
 import { normaliseIdentifier, type ErasureRequestResult, type ErasureTarget, type PhoneDefault } from '@svc/identity';
 
 /**

@@ -1,2 +1,2 @@
 export { profileApiOwnConfigSpec } from './config';
-export { buildProfileApi } from './service';
+export { profileApiService } from './service';

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Messages } from '@svc/contracts';
-import { FailedAuthThrottle, createLogger, createMetrics, serveHttp, type RunningHttpServer } from '@svc/runtime';
+import { createLogger, createMetrics, serveHttp, type RunningHttpServer } from '@svc/runtime';
+import { FailedAuthThrottle } from '@svc/accounts';
 import { verifiedKey } from '@svc/testkit';
 import { CursorCodec } from './cursor';
 import { mountProfiles } from './routes';

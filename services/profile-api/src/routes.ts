@@ -2,17 +2,15 @@ import { Router, type Request } from 'express';
 import { BodyLimitHints, Limits, Messages, toStorable } from '@svc/contracts';
 import {
   HttpError,
-  KeyRequirements,
   NotFoundError,
   ValidationError,
-  admit,
   notFound,
   readJsonBody,
   rejectOversizedContentLength,
   sendJson,
-  type AdmissionDeps,
   type Logger,
 } from '@svc/runtime';
+import { KeyRequirements, admit, type AdmissionDeps } from '@svc/accounts';
 import type { CursorCodec } from './cursor';
 import { mountErasureRoutes, type ErasureRoutesDeps } from './erasure-routes';
 import { ProfileLimits, ProfileMessages } from './messages';

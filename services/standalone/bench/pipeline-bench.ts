@@ -6,7 +6,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { eventIdFor, profileIdsFor } from '@svc/identity';
 import {
-  AccountsStore,
   createDb,
   dropDatabase,
   ensureDatabase,
@@ -18,6 +17,7 @@ import {
   startEmbeddedPostgres,
   type Db,
 } from '@svc/runtime';
+import { AccountsStore } from '@svc/accounts';
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
 import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { bulkLoadIdentity } from '@svc/testkit/dist/bulk-load';

@@ -2,7 +2,8 @@ import { busMigrations } from '@svc/bus';
 import { consentMigrations } from '@svc/consent-api';
 import { conversionsMigrations } from '@svc/conversions';
 import { identityMigrations, privacyMigrations } from '@svc/identity';
-import { accountsMigrations, rateLimitMigrations, type MigrationSet } from '@svc/runtime';
+import type { MigrationSet } from '@svc/runtime';
+import { accountsMigrations, rateLimitMigrations } from '@svc/accounts';
 
 /**
  * Every schema's migrations, in the order they apply. `conversions` comes

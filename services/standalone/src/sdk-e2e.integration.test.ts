@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import type { Page } from 'playwright-core';
 import { eventIdFor } from '@svc/identity';
-import { AccountsStore } from '@svc/runtime';
+import { AccountsStore } from '@svc/accounts';
 import { describeEndToEnd, fixturePage, poll, startEndToEnd, type EndToEnd, type SentEvent, type StoredEvent } from './test-support/browser-e2e';
 import { FixtureRelay } from './test-support/fixture-relay';
 

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, beforeEach, expect, it } from '@jest/globals';
 import type { BrowserContext } from 'playwright-core';
 import { eventIdFor } from '@svc/identity';
-import { AccountsStore } from '@svc/runtime';
+import { AccountsStore } from '@svc/accounts';
 import { describeEndToEnd, fixturePage, poll, startEndToEnd, type EndToEnd, type SentEvent, type StoredEvent } from './test-support/browser-e2e';
 import { FixtureRelay, type Loss } from './test-support/fixture-relay';
 

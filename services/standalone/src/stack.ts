@@ -1,108 +1,59 @@
-import { checkBus, createBus } from '@svc/bus';
-import { buildConsentApi } from '@svc/consent-api';
-import { buildForwarder, resolveSecretKey } from '@svc/conversion-forwarder';
-import { buildResolver, resolverPoolSize } from '@svc/identity-resolver';
-import { checkedIdentifierHashes, masterKeyRing } from '@svc/identity';
-import { buildGateway } from '@svc/ingest-gateway';
-import { buildProfileApi } from '@svc/profile-api';
-import {
-  Lifecycle,
-  createDb,
-  databaseConnection,
-  createMetrics,
-  failedAuthThrottle,
-  observeDbPool,
-  readinessFromChecks,
-  runMigrations,
-  serveHttp,
-  startEmbeddedPostgres,
-  startTracing,
-  type ConfigValues,
-  type DatabaseConnection,
-  type Logger,
-} from '@svc/runtime';
-import { PRODUCT_VERSION, checkConnections, type BuiltService, type ServiceContext } from '@svc/service';
+import { checkBus } from '@svc/bus';
+import { consentService } from '@svc/consent-api';
+import { forwarderService } from '@svc/conversion-forwarder';
+import { resolverService } from '@svc/identity-resolver';
+import { gatewayService } from '@svc/ingest-gateway';
+import { profileApiService } from '@svc/profile-api';
+import { databaseConnection, startEmbeddedPostgres, type ConfigValues, type DatabaseConnection, type Lifecycle, type Logger, type SignalTarget } from '@svc/runtime';
+import { checkConnections, startServices, type RunningService, type ServiceDefinition } from '@svc/service';
 import type { standaloneConfigSpec } from './config';
 import { allMigrations } from './migrations';
 
 export type StackConfig = ConfigValues<typeof standaloneConfigSpec>;
 
-export interface RunningStack {
-  url: string;
-  lifecycle: Lifecycle;
-}
+export type RunningStack = RunningService;
 
-/** Connections of the pool the HTTP services and the forwarder share. */
+/**
+ * Every service of the product, as its own deployment defines it: a service
+ * added to the product is added here, and its settings to the stack's
+ * (config.ts).
+ */
+export const STACK_SERVICES: readonly ServiceDefinition[] = [resolverService, forwarderService, gatewayService, profileApiService, consentService];
+
+/** Connections of the pool the services share (the resolver has its own: ServiceDefinition.ownPoolMax). */
 const SHARED_POOL_MAX = 20;
 
 /**
- * Every service in one process on the embedded tier: the embedded PostgreSQL
- * (or DATABASE_URL), migrations, the bus, and the same build functions each
- * service's own deployment runs (@svc/service), their routes on one HTTP
- * server. The resolver gets a pool and a bus client of its own, as it would
- * as its own deployment: under load the gateway's requests must not keep its
- * transactions (or its outbox relay) waiting for a connection. Shutdown runs
- * in reverse: HTTP, services, buses, pools, database.
+ * Every service in one process on the embedded tier: the embedded
+ * PostgreSQL (or DATABASE_URL), migrations, and the bootstrap each service's
+ * own deployment runs (startServices), over every service's definition, their
+ * routes on one HTTP server. The keys a deployed service must be given are
+ * kept in DATA_DIR when unset. Shutdown runs in reverse: HTTP, services,
+ * buses, pools, database.
  */
-export async function startStack(config: StackConfig, logger: Logger, signals?: Parameters<Lifecycle['installSignalHandlers']>[0]): Promise<RunningStack> {
-  const lifecycle = new Lifecycle({ logger });
-  if (signals) lifecycle.installSignalHandlers(signals);
-  try {
-    let connection: DatabaseConnection;
-    if (config.DATABASE_URL) {
-      connection = databaseConnection(config.DATABASE_URL, config);
-      await checkConnections({ ...config, DATABASE_URL: config.DATABASE_URL, DB_POOL_MAX: SHARED_POOL_MAX }, connection);
-    } else {
-      const pgLog = logger.child({ component: 'postgres' });
-      const embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, onLog: (line) => pgLog.debug(line) });
-      connection = { url: embedded.url };
-      lifecycle.registerFirst('embedded-postgres', embedded.stop);
-      logger.info({ dataDir: config.DATA_DIR }, 'embedded PostgreSQL running');
-      await checkBus(config, config.STARTUP_CONNECT_TIMEOUT_SECONDS * 1_000);
-    }
-    const metrics = createMetrics();
-    // One count of failed keys for the process, as in a service of its own.
-    const failedAuth = failedAuthThrottle(config.UNAUTHENTICATED_PER_MINUTE, metrics);
-    const tracing = startTracing('svc-standalone', PRODUCT_VERSION, config, logger);
-    if (tracing.enabled) lifecycle.registerFirst('tracing', () => tracing.shutdown());
-    const context = async (name: string, poolMax: number): Promise<ServiceContext<StackConfig & { DATABASE_URL: string; DB_POOL_MAX: number }>> => {
-      const db = createDb({ ...connection, poolMax, applicationName: `svc-standalone-${name}` });
-      lifecycle.registerFirst(`${name}-db-pool`, () => db.destroy());
-      observeDbPool(metrics.registry, db, name);
-      const bus = await createBus(config, { db, logger: logger.child({ component: 'bus', for: name }), metricsRegistry: metrics.registry });
-      lifecycle.registerFirst(`${name}-bus`, () => bus.close());
-      return { config: { ...config, DATABASE_URL: connection.url, DB_POOL_MAX: poolMax }, logger: logger.child({ component: name }), lifecycle, db, bus, metrics, failedAuth, tracing };
-    };
+export function startStack(config: StackConfig, logger: Logger, signals?: SignalTarget): Promise<RunningStack> {
+  return startServices(STACK_SERVICES, config, {
+    name: 'svc-standalone',
+    logger,
+    signals,
+    connect: (lifecycle) => reachDatabase(config, logger, lifecycle),
+    pool: { max: SHARED_POOL_MAX, name: 'shared', applicationName: 'svc-standalone-shared' },
+    migrations: allMigrations,
+    dataDir: config.DATA_DIR,
+  });
+}
 
-    const shared = await context('shared', SHARED_POOL_MAX);
-    const applied = await runMigrations(shared.db, allMigrations);
-    if (applied.length) logger.info({ applied }, 'migrations applied');
-    const resolverPool = resolverPoolSize(config.RESOLVER_CONSUMERS);
-    const secretKey = await resolveSecretKey(config.CONNECTOR_SECRET_KEY, config.DATA_DIR);
-    const masterKeys = await masterKeyRing(config, config.DATA_DIR);
-    const hashes = await checkedIdentifierHashes(shared.db, config, config.DATA_DIR);
-    const built: BuiltService[] = [
-      await buildResolver(await context('identity-resolver', resolverPool), resolverPool, masterKeys, hashes),
-      await buildForwarder(shared, secretKey, hashes),
-      await buildGateway(shared, masterKeys, hashes),
-      await buildProfileApi(shared, hashes),
-      await buildConsentApi(shared, hashes),
-    ];
-    const http = await serveHttp({
-      config,
-      logger,
-      metrics,
-      tracing,
-      readiness: readinessFromChecks(Object.assign({ database: () => shared.db.raw('select 1') }, ...built.map((b) => b.readiness ?? {})), { logger }),
-      mount: (router) => {
-        for (const b of built) b.mount?.(router);
-      },
-    });
-    lifecycle.registerFirst('http', () => http.close());
-    logger.info({ url: http.url }, 'standalone stack ready');
-    return { url: http.url, lifecycle };
-  } catch (err) {
-    await lifecycle.shutdown('start-up failed');
-    throw err;
+/** DATABASE_URL's database, checked with the bus as a deployed service checks them; unset, the embedded PostgreSQL in DATA_DIR, stopped last. */
+async function reachDatabase(config: StackConfig, logger: Logger, lifecycle: Lifecycle): Promise<DatabaseConnection> {
+  if (config.DATABASE_URL) {
+    const connection = databaseConnection(config.DATABASE_URL, config);
+    await checkConnections(config, connection);
+    return connection;
   }
+  const pgLog = logger.child({ component: 'postgres' });
+  const embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, onLog: (line) => pgLog.debug(line) });
+  lifecycle.registerFirst('embedded-postgres', embedded.stop);
+  logger.info({ dataDir: config.DATA_DIR }, 'embedded PostgreSQL running');
+  await checkBus(config, config.STARTUP_CONNECT_TIMEOUT_SECONDS * 1_000);
+  return { url: embedded.url };
 }

@@ -30,6 +30,8 @@ describe('standalone stack (npm start)', () => {
 
     let stack = spawn(process.execPath, [MAIN], { env: { ...process.env, ...env }, stdio: 'inherit' });
     await waitReady(url, stack, 45_000);
+    // One server for every service: its readiness is the database's and each service's own checks (the resolver's).
+    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ status: 'ready', checks: { database: 'ok', resolving: 'ok' } });
     const created = await runNode(SVCCTL, ['org', 'create', '--name', 'Persisted'], { DATA_DIR: dataDir });
     expect(created.code).toBe(0);
     const org = JSON.parse(created.stdout) as { id: string };

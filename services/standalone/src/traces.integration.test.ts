@@ -16,8 +16,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { busConfigSpec, createBus, prefixedTopics, readToEnd, type Bus } from '@svc/bus';
-import { ConnectorStore, resolveSecretKey } from '@svc/conversion-forwarder';
-import { AccountsStore, TRACEPARENT_HEADER, freePort, loadConfig } from '@svc/runtime';
+import { ConnectorStore, resolveSecretKey } from '@svc/conversions';
+import { TRACEPARENT_HEADER, freePort, loadConfig } from '@svc/runtime';
+import { AccountsStore } from '@svc/accounts';
 import {
   createTestDatabase,
   describeWithKafka,

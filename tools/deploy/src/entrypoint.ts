@@ -27,7 +27,7 @@ async function main(argv: string[]): Promise<number | undefined> {
   // The one read of the environment: each command gets it and loads its own settings from it.
   const env = process.env;
   if (SERVICES.includes(command)) {
-    await (await import('./run-service.js')).runService(command, `@svc/${command}/dist/main.js`, env);
+    await (await import('./start-after-schema.js')).startAfterSchema(command, `@svc/${command}/dist/main.js`, env);
     return undefined;
   }
   switch (command) {

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import { randomUUID } from 'node:crypto';
-import { AccountsStore, env, loadConfigOrExit } from '@svc/runtime';
+import { env, loadConfigOrExit } from '@svc/runtime';
+import { AccountsStore } from '@svc/accounts';
 import { jobConfigSpec, openJobDatabase, type Environment } from './job-config';
 
 /** The Helm chart's test pod reads these (templates/tests/smoke-test.yaml). */

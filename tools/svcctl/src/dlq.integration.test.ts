@@ -4,7 +4,8 @@ import { busConfigSpec, busMigrations, createBus, partitionFor, prefixedTopics, 
 import type { RawEventEnvelope } from '@svc/contracts';
 import { IdentifierHashes, MasterKeyRing, identityMigrations, privacyMigrations } from '@svc/identity';
 import { startResolver, type RunningResolver } from '@svc/identity-resolver';
-import { AccountsStore, accountsMigrations, loadConfig, type Db } from '@svc/runtime';
+import { loadConfig, type Db } from '@svc/runtime';
+import { AccountsStore, accountsMigrations } from '@svc/accounts';
 import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEnv, testLogger, type TestDatabase } from '@svc/testkit';
 import { ok, svcctl } from './test-support/run';
 

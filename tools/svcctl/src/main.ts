@@ -17,7 +17,7 @@ import {
   startEmbeddedPostgres,
   type EmbeddedPostgres,
 } from '@svc/runtime';
-import { connectorKeyConfigSpec, resolveSecretKey } from '@svc/conversion-forwarder';
+import { connectorKeyConfigSpec, resolveSecretKey } from '@svc/conversions';
 import { allMigrations } from '@svc/standalone';
 import { USAGE, UsageError, commandHelp, overallHelp, parseFlags, resolveCommand, snakeCaseKeys, wantsHelp } from './cli';
 import { InvalidInputError } from './command';

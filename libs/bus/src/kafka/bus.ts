@@ -1,14 +1,14 @@
 import { CompressionTypes, type Admin, type Kafka, type KafkaMessage } from 'kafkajs';
 import type { TopicSpec } from '@svc/contracts';
-import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER } from '../errors';
+import { deadLetterMessage, deadLetterTopicFor } from '../dead-letters';
 import type { BatchHandler, Bus, OutgoingMessage, ProduceResult, SubscribeOptions, Subscription } from '../port';
 import { checkedGather, silentLogger, type BusLogger } from '../shared';
-import { assertAllValid, deadLetterTopicFor, partitionFor } from '../validate';
+import { assertAllValid, partitionFor } from '../validate';
 import { createKafka, shortRetry, Sockets } from './client';
 import { Codec } from './codec';
 import { LagGauge } from './lag';
 import { observeDeadLetters } from '../bus-metrics';
-import { kafkaDeadLetters } from './dead-letters';
+import { kafkaDeadLetters } from './dead-letter-counts';
 import { MemoizingRegistryClient } from './registry';
 import { consumerSettings, type KafkaBusOptions } from './options';
 import { Connected, ProducerPool, type PartitionedMessage } from './send';
@@ -179,14 +179,8 @@ class KafkaBusImpl implements KafkaBus {
     const dlq = deadLetterTopicFor(spec);
     const state = await this.topics.ensure(dlq, false);
     const key = m.key ? m.key.toString('utf8') : '';
-    const [result] = await this.producers.send(dlq.name, [
-      {
-        key: m.key,
-        value: m.value,
-        partition: partitionFor(key, state.partitions),
-        headers: { ...m.headers, [DLQ_REASON_HEADER]: reason, [DLQ_SOURCE_HEADER]: `${spec.name}/${partition}/${m.offset}` },
-      },
-    ]);
+    const parked = deadLetterMessage(m, reason, { topic: spec.name, partition, offset: m.offset });
+    const [result] = await this.producers.send(dlq.name, [{ ...parked, partition: partitionFor(key, state.partitions) }]);
     if (result && !result.ok) throw result.error;
   }
 

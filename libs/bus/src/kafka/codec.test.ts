@@ -3,7 +3,7 @@ import { JsonDeserializer, JsonSerializer, MockClient, SerdeType } from '@conflu
 import { Type } from '@sinclair/typebox';
 import { fullFormats } from 'ajv-formats/dist/formats';
 import { Topics, type TopicSpec } from '@svc/contracts';
-import { deadLetterTopicFor } from '../validate';
+import { deadLetterTopicFor } from '../dead-letters';
 import { Codec, decodeRaw, headersToRecord, isRawTopic, valueSubject } from './codec';
 import { FramedJson } from './framed-json';
 

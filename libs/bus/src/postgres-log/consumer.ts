@@ -1,6 +1,7 @@
 import type pg from 'pg';
-import { deadLetterTopicName, firstSchemaError, type TopicSpec } from '@svc/contracts';
-import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, SchemaViolationError } from '../errors';
+import { firstSchemaError, type TopicSpec } from '@svc/contracts';
+import { deadLetterMessage, deadLetterTopicFor } from '../dead-letters';
+import { SchemaViolationError } from '../errors';
 import type { BatchHandler, GatherOptions, IncomingMessage, Subscription } from '../port';
 import { assignedTo, type TopicPartition } from './assignment';
 import { closeQuietly, Signal } from './connection';
@@ -305,13 +306,12 @@ export class PostgresLogConsumer implements Subscription, Wakeable {
   private async deadLetter(o: Owned, spec: TopicSpec, m: StoredMessage, problem: string): Promise<void> {
     const client = this.need('client');
     const reason = new SchemaViolationError(o.topic, problem).message;
-    const headers = { ...m.headers, [DLQ_REASON_HEADER]: reason, [DLQ_SOURCE_HEADER]: `${m.topic}/${m.partition}/${m.offset}` };
+    const dlq = deadLetterTopicFor(spec);
     this.inTransaction = true;
     try {
       await client.query('begin');
-      const dlq = deadLetterTopicName(o.topic);
-      const partitions = await ensureTopic(client, dlq, spec.partitions);
-      await append(client, dlq, partitions, [{ key: m.key, value: m.value, headers }]);
+      const partitions = await ensureTopic(client, dlq.name, dlq.partitions);
+      await append(client, dlq.name, partitions, [deadLetterMessage(m, reason, m)]);
       await this.need().commit(o, m.offset + 1);
       await client.query('commit');
     } catch (err) {

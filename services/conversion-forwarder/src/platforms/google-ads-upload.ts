@@ -1,4 +1,5 @@
-import { USABLE_CLICK_TYPES, type Conversion } from './types';
+import type { Conversion } from '@svc/conversions';
+import { USABLE_CLICK_TYPES } from './types';
 
 /**
  * The body of Google Ads' `customers/{id}:uploadClickConversions` for one

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import type { Conversion, GoogleAdsConfig } from '@svc/conversions';
 import { createGoogleAdsClient, GOOGLE_ADS_API_VERSION, type GoogleAdsClientOptions } from './google-ads';
 import { TOO_RECENT_RETRY_MS } from './google-ads-errors';
 import { closedPortUrl, startCaptureServer, type CaptureServer, type CapturedRequest, type ScriptedResponse } from './test-support/capture-server';
 import { CLEAR_TEXT, sampleConversion } from './test-support/conversions';
-import type { Conversion, GoogleAdsConfig } from './types';
 
 // Secret-looking values with characters that change under URL encoding, so an
 // echoed form body tests the encoded spellings too.

@@ -1,9 +1,10 @@
+import type { Conversion, GoogleAdsConfig } from '@svc/conversions';
 import { createAccessTokenSource, GOOGLE_OAUTH_TOKEN_URL } from './google-oauth';
 import { uploadOutcome } from './google-ads-errors';
 import { googleCustomerId, isGoogleClickType, uploadClickConversionsBody } from './google-ads-upload';
 import { DEFAULT_TIMEOUT_MS, post, retryOutcome, type Fetch, type PostResult } from './http';
 import { safeOutcome } from './redact';
-import type { Conversion, DeliveryOutcome, GoogleAdsConfig, PlatformClient } from './types';
+import type { DeliveryOutcome, PlatformClient } from './types';
 
 export const GOOGLE_ADS_API_BASE_URL = 'https://googleads.googleapis.com';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { createPlatformClient, type GoogleAdsConfig, type MetaConfig, type Platform } from './index';
+import type { GoogleAdsConfig, MetaConfig, Platform } from '@svc/conversions';
+import { createPlatformClient } from './index';
 
 const google: GoogleAdsConfig = {
   customerId: '1234567890',

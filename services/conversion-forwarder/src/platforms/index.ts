@@ -1,7 +1,8 @@
+import type { GoogleAdsConfig, MetaConfig, Platform } from '@svc/conversions';
 import { createGoogleAdsClient } from './google-ads';
 import type { Fetch } from './http';
 import { createMetaClient } from './meta';
-import type { GoogleAdsConfig, MetaConfig, Platform, PlatformClient } from './types';
+import type { PlatformClient } from './types';
 
 export * from './types';
 export { DEFAULT_TIMEOUT_MS, type Fetch } from './http';

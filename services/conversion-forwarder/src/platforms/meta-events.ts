@@ -1,4 +1,4 @@
-import type { Conversion } from './types';
+import type { Conversion } from '@svc/conversions';
 
 /**
  * The server event Meta's Conversions API receives for one conversion, in the

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import type { Conversion, MetaConfig } from '@svc/conversions';
 import { createMetaClient, META_GRAPH_API_VERSION } from './meta';
 import { META_STANDARD_EVENTS, metaEventName } from './meta-events';
 import { closedPortUrl, startCaptureServer, type CaptureServer, type CapturedRequest, type ScriptedResponse } from './test-support/capture-server';
 import { CLEAR_TEXT, sampleConversion } from './test-support/conversions';
-import type { Conversion, MetaConfig } from './types';
 
 const ACCESS_TOKEN = 'EAAB-meta/access+token-SECRET';
 

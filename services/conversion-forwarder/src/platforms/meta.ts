@@ -1,8 +1,9 @@
+import type { Conversion, MetaConfig } from '@svc/conversions';
 import { DEFAULT_TIMEOUT_MS, post, retryOutcome, type Fetch } from './http';
 import { eventsOutcome } from './meta-errors';
 import { metaEventsBody } from './meta-events';
 import { safeOutcome } from './redact';
-import type { Conversion, DeliveryOutcome, MetaConfig, PlatformClient } from './types';
+import type { DeliveryOutcome, PlatformClient } from './types';
 
 export const META_GRAPH_API_BASE_URL = 'https://graph.facebook.com';
 

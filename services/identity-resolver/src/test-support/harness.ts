@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { busMigrations, createPostgresLogBus, prefixedTopics, type IncomingMessage, type OutgoingMessage, type PostgresLogBus } from '@svc/bus';
 import type { InboundEvent, RawEventEnvelope, RawLogMessage, TopicSpec } from '@svc/contracts';
-import { AccountsStore, accountsMigrations, createDb, createMetrics, type Db, type Logger } from '@svc/runtime';
+import { createDb, createMetrics, type Db, type Logger } from '@svc/runtime';
+import { AccountsStore, accountsMigrations } from '@svc/accounts';
 import { createTestDatabase, rawEnvelope, testLogger, type TestDatabase } from '@svc/testkit';
 import { resolverMetrics, type ResolverMetrics } from '../metrics';
-import type { EventRow as PlannedEventRow } from '../plan';
-import { DataKeyReader, IdentifierHashes, MasterKeyRing, SubjectKeys, identityMigrations, openRawLog, privacyMigrations, sealRawEvent } from '@svc/identity';
+import { DataKeyReader, IdentifierHashes, MasterKeyRing, SubjectKeys, identityMigrations, openRawLog, privacyMigrations, sealRawEvent, type EventRow as PlannedEventRow } from '@svc/identity';
 import { startResolver, type RunningResolver, type StartResolverOptions } from '../start';
 
 /**

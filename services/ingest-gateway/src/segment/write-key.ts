@@ -1,5 +1,6 @@
 import { Messages } from '@svc/contracts';
-import { HttpError, KeyRequirements, authenticate, parseAuthorization, type FailedAuthThrottle, type KeyVerifier, type VerifiedKey } from '@svc/runtime';
+import { HttpError } from '@svc/runtime';
+import { KeyRequirements, authenticate, parseAuthorization, type FailedAuthThrottle, type KeyVerifier, type VerifiedKey } from '@svc/accounts';
 
 /**
  * Where Segment's and RudderStack's libraries put the write key: as the

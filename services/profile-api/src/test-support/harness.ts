@@ -4,15 +4,12 @@ import { conversionsMigrations } from '@svc/conversions';
 import { IdentifierHashes, identityMigrations, privacyMigrations, inTransactionWithRetry } from '@svc/identity';
 import { processBatch } from '@svc/identity-resolver';
 import {
-  AccountsStore,
-  FailedAuthThrottle,
-  accountsMigrations,
   createMetrics,
-  rateLimitMigrations,
   serveHttp,
   type Db,
   type RunningHttpServer,
 } from '@svc/runtime';
+import { AccountsStore, FailedAuthThrottle, accountsMigrations, rateLimitMigrations } from '@svc/accounts';
 import { createTestDatabase, rawEnvelope, testLogger, type TestDatabase } from '@svc/testkit';
 import { mountProfileApi } from '../routes-setup';
 import { documentedFetch } from '@svc/openapi';

@@ -7,7 +7,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { AccountsStore, runMigrations } from '@svc/runtime';
+import { runMigrations } from '@svc/runtime';
+import { AccountsStore } from '@svc/accounts';
 import { createTestDatabase, describeWithPostgres, waitFor, type TestDatabase } from '@svc/testkit';
 import { allMigrations } from '../migrations';
 import { startServiceProcess, type ServiceProcess } from '../test-support/service-processes';

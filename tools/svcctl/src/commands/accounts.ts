@@ -1,4 +1,5 @@
-import { AccountsStore, KEY_TYPES, PLAN_STATES, runMigrations, type KeyType, type PlanState } from '@svc/runtime';
+import { runMigrations } from '@svc/runtime';
+import { AccountsStore, KEY_TYPES, PLAN_STATES, type KeyType, type PlanState } from '@svc/accounts';
 import { integer, list, oneOf, type CliContext, type Command } from '../command';
 
 /** Migrations, organisations and API keys (runtime's AccountsStore). */

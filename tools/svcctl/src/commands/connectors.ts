@@ -1,4 +1,4 @@
-import { ConnectorStore, ConversionQueue, PLATFORMS, QUEUE_STATUSES, type QueueStatus } from '@svc/conversion-forwarder';
+import { ConnectorStore, ConversionQueue, PLATFORMS, QUEUE_STATUSES, type QueueStatus } from '@svc/conversions';
 import { ValidationError } from '@svc/runtime';
 import { integer, oneOf, type CliContext, type Command } from '../command';
 

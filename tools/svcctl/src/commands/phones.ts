@@ -1,5 +1,5 @@
 import { queuePhoneRestatement } from '@svc/identity';
-import { AccountsStore } from '@svc/runtime';
+import { AccountsStore } from '@svc/accounts';
 import type { Command } from '../command';
 
 /**

@@ -1,7 +1,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import { checkEngagementRules, formatProblem, type DocumentProblem } from '@svc/contracts';
 import { checkIdentityRules, getEngagementRules, getIdentityRules, setEngagementRules, setIdentityRules } from '@svc/identity';
-import { AccountsStore, ValidationError, type Db } from '@svc/runtime';
+import { ValidationError, type Db } from '@svc/runtime';
+import { AccountsStore } from '@svc/accounts';
 import { InvalidInputError, type Command } from '../command';
 
 /** Largest rules file read (a full document of 200 rules is far smaller). */

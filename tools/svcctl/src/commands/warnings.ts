@@ -1,5 +1,5 @@
 import { WARNING_KINDS, readWarnings, type WarningKind } from '@svc/identity';
-import { AccountsStore } from '@svc/runtime';
+import { AccountsStore } from '@svc/accounts';
 import { integer, oneOf, type Command } from '../command';
 
 /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Conversion } from '../types';
+import type { Conversion } from '@svc/conversions';
 
 /** The clear-text contact details behind the sample conversion's hashes, to prove none of them leaves. */
 export const CLEAR_TEXT = {

@@ -1,4 +1,4 @@
-import { preparedRaw, type Db, type SqlCondition } from '../db/db';
+import { preparedRaw, type Db, type SqlCondition } from '@svc/runtime';
 
 /** One limit to enforce: at most `limit` hits per minute on `bucket`. */
 export interface RateLimitRule {

@@ -5,13 +5,13 @@ import { jobConfigSpec as configSpec, type Environment } from './job-config';
 import { waitForSchema } from './schema-wait';
 
 /**
- * Runs a service the way a deployment does: it refuses to start until the
+ * Starts a service the way a deployment does: it refuses to start until the
  * database has every migration of this release (the migrate job applies
  * them; a service never does), then loads the service's composition root
- * into this process, which reads its own configuration and installs its own
- * shutdown.
+ * (its main, which runs it) into this process, which reads its own
+ * configuration and installs its own shutdown.
  */
-export async function runService(name: string, main: string, environment: Environment): Promise<void> {
+export async function startAfterSchema(name: string, main: string, environment: Environment): Promise<void> {
   exitOnSignalUntilHandled();
   const config = loadConfigOrExit(configSpec, environment);
   try {

@@ -1,7 +1,6 @@
 import { NotFoundError, ValidationError, type Db } from '@svc/runtime';
 import { CONNECTOR_FIELDS, parseEventNames, platformConfig, splitConnectorConfig } from './connector-config';
-import type { ConnectorRule } from './plan';
-import { PLATFORMS, type GoogleAdsConfig, type MetaConfig, type Platform } from './platforms/types';
+import { PLATFORMS, type GoogleAdsConfig, type MetaConfig, type Platform } from './platforms';
 import { open, seal } from './secrets';
 
 export type ConnectorState = 'active' | 'disabled';
@@ -18,6 +17,15 @@ export interface ConnectorView {
   eventNames: string[] | null;
   createdAt: Date;
   updatedAt: Date;
+}
+
+/** What decides which connectors a candidate goes to: an active connector and its qualifying names (no secrets). */
+export interface ConnectorRule {
+  id: string;
+  orgId: string;
+  platform: Platform;
+  /** null: the spec's defaults. */
+  eventNames: ReadonlySet<string> | null;
 }
 
 /** An active connector ready to send: its platform client's config, secrets opened. */

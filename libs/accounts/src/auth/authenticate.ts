@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import ipaddr from 'ipaddr.js';
 import { ErrorCodes, Messages, type RequiredKeyType } from '@svc/contracts';
-import { HttpError } from '../http';
+import { HttpError } from '@svc/runtime';
 import { parseAuthorization, type KeyType } from '../accounts/api-keys';
 import type { VerifiedKey } from '../accounts/store';
 import type { FailedAuthThrottle } from './failed-auth-throttle';

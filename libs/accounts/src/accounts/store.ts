@@ -1,6 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import type { Db, SqlCondition } from '../db/db';
-import { NotFoundError, ValidationError } from '../errors';
+import { NotFoundError, ValidationError, type Db, type SqlCondition } from '@svc/runtime';
 import { generateApiKey, hashApiKey, hashesEqual, keyHint, looksLikeApiKey, type KeyType } from './api-keys';
 
 export const PLAN_STATES = ['active', 'grace', 'limit_reached', 'paused'] as const;

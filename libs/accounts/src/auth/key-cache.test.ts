@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { verifiedKey } from '@svc/testkit';
-import type { SqlCondition } from '../db/db';
+import type { SqlCondition } from '@svc/runtime';
 import type { VerifiedKey } from '../accounts/store';
 import { KeyCache } from './key-cache';
 

@@ -3,7 +3,7 @@ import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@sv
 import { accountsMigrations } from './migrations';
 import { AccountsStore } from './store';
 import { KEY_PREFIXES, hashApiKey } from './api-keys';
-import { NotFoundError, ValidationError } from '../errors';
+import { NotFoundError, ValidationError } from '@svc/runtime';
 
 describeWithPostgres('AccountsStore on PostgreSQL', () => {
   let t: TestDatabase;

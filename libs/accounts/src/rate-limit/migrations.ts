@@ -1,4 +1,4 @@
-import { sqlMigration, type MigrationSet } from '../db/migrations';
+import { sqlMigration, type MigrationSet } from '@svc/runtime';
 
 /**
  * Fixed-window request counters shared by every replica. UNLOGGED: a crash

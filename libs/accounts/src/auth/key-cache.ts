@@ -1,6 +1,6 @@
 import type { AccountsStore, VerifiedKey } from '../accounts/store';
 import { hashApiKey, looksLikeApiKey } from '../accounts/api-keys';
-import { isDatabaseUnavailable } from '../db/unavailable';
+import { isDatabaseUnavailable } from '@svc/runtime';
 import type { KeyVerifier } from './authenticate';
 
 export interface KeyCacheOptions {

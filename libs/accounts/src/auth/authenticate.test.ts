@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { ErrorCodes, Messages } from '@svc/contracts';
-import { HttpError } from '../http';
+import { HttpError } from '@svc/runtime';
 import { verifiedKey } from '@svc/testkit';
 import type { VerifiedKey } from '../accounts/store';
 import { KeyRequirements, authenticate, type KeyRequirement, type KeyVerifier } from './authenticate';

@@ -1,5 +1,7 @@
+import { baseHashSql, type IdentifierHashes } from '@svc/identity';
 import type { Db } from '@svc/runtime';
-import type { Conversion, Platform } from './platforms/types';
+import type { Conversion, Platform } from './platforms';
+import { rowCount } from './row-count';
 
 /**
  * conversions.queue: one row per conversion per platform, written before any
@@ -66,6 +68,9 @@ const revive = (c: StoredConversion): Conversion => ({
   eventTime: new Date(c.eventTime),
   click: { ...c.click, firstSeenAt: new Date(c.click.firstSeenAt) },
 });
+
+/** A profile id that names nobody: what a sent conversion of an erased person keeps in place of theirs. */
+export const ERASED_PROFILE_ID = '00000000-0000-0000-0000-000000000000';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -194,5 +199,46 @@ export class ConversionQueue {
       createdAt: r.created_at,
       sentAt: r.sent_at,
     }));
+  }
+
+  /**
+   * Erases an organisation's profiles from the queue (profiles.erased). Rows
+   * not sent are deleted: nothing of them ever reached a platform, and now
+   * nothing will. A sent row keeps only what the platform received, hashed:
+   * the contact details were hashed already and stay so; the messageId
+   * (Meta's event_id), order id, click id, client IP, user agent and page
+   * URL become keyed hashes of `<orgId> U+0000 <field> U+0000 <value>`
+   * (`hashes`: an IPv4 address, or an order number, cannot be found from a
+   * copy of the table by hashing candidates; with the keys, an operator can
+   * still match a value they are given); the transaction facts (event name,
+   * time, value, currency, click type) stay, as the organisation's record of
+   * what it sent and was billed for; the profile and event ids are replaced
+   * by the nil UUID. Idempotent: a second call finds nothing left to change.
+   */
+  async eraseProfiles(orgId: string, profileIds: readonly string[], hashes: IdentifierHashes): Promise<{ deleted: number; redacted: number }> {
+    /** SQL: the keyed hash of a field's text value (null stays null). */
+    const sha = (field: string, expr: string) => `case when ${expr} is null then null else ${hashes.sql(baseHashSql('org_id', `'${field}'`, expr))} end`;
+    const deleted = await this.db.raw(`delete from conversions.queue where org_id = :org and profile_id = any(:profiles::uuid[]) and status <> 'sent'`, { org: orgId, profiles: profileIds });
+    const redacted = await this.db.raw(
+      `update conversions.queue set
+             profile_id = :nobody::uuid, event_id = :nobody::uuid,
+             message_id = ${sha('messageId', 'message_id')}, order_id = ${sha('orderId', 'order_id')}, last_error = null,
+             conversion = jsonb_build_object(
+               'redacted', true,
+               'messageId', ${sha('messageId', "conversion ->> 'messageId'")},
+               'eventName', conversion -> 'eventName', 'eventTime', conversion -> 'eventTime',
+               'value', conversion -> 'value', 'currency', conversion -> 'currency',
+               'orderId', ${sha('orderId', "conversion ->> 'orderId'")},
+               'hashedEmail', conversion -> 'hashedEmail', 'hashedPhone', conversion -> 'hashedPhone',
+               'hashedPhoneDigits', conversion -> 'hashedPhoneDigits',
+               'clientIp', ${sha('clientIp', "conversion ->> 'clientIp'")}, 'userAgent', ${sha('userAgent', "conversion ->> 'userAgent'")},
+               'pageUrl', ${sha('pageUrl', "conversion ->> 'pageUrl'")},
+               'click', jsonb_build_object('type', conversion -> 'click' -> 'type', 'id', ${sha('clickId', "conversion -> 'click' ->> 'id'")},
+                                           'firstSeenAt', conversion -> 'click' -> 'firstSeenAt')),
+             updated_at = now()
+           where org_id = :org and profile_id = any(:profiles::uuid[]) and status = 'sent'`,
+      { ...hashes.sqlBindings(), nobody: ERASED_PROFILE_ID, org: orgId, profiles: profileIds },
+    );
+    return { deleted: rowCount(deleted), redacted: rowCount(redacted) };
   }
 }

@@ -1,8 +1,168 @@
-import { AccountsStore, preparedRaw, type Db } from '@svc/runtime';
-import { ConcurrentWriteError, HOLD_OFF_REPLAY, KEPT_APART_SQL, OUTBOX_INSERT, mergeLockedProfiles, outboxRecords, type OutboxMessage, type SignalType } from '@svc/identity';
-import { lookupSignals, signalOfOrg, survivorsToLoad, type BatchPlan, type BatchState, type Contacts, type Effects, type ProfileRow } from './plan';
-import type { PreparedEvent } from './prepare';
-import type { SignalCounts } from './resolve';
+import { preparedRaw, type Db } from '@svc/runtime';
+import { AccountsStore } from '@svc/accounts';
+import { mergeLockedProfiles, type MergeReason } from './merge';
+import { OUTBOX_INSERT, outboxRecords, type OutboxMessage } from './outbox-records';
+import { HOLD_OFF_REPLAY } from './replay-lock';
+import { ConcurrentWriteError } from './retry';
+import { signalKey, type SignalType } from './signals';
+import { KEPT_APART_SQL, type KeptApartPair, type StoredEventRow } from './unmerge';
+
+/**
+ * The identity projections' batch statements and the rows they take: what
+ * the resolver's batch (and an unmerge or a phone restatement, which resolve
+ * through the same planning) writes. The resolver decides what to write;
+ * each statement here takes planned rows and returns plain rows, so a
+ * change to an identity table is made in this library and nowhere else.
+ */
+
+/** Which signal found an event's profile, or that a new one was made (identity.events.resolution_method). */
+export type ResolutionMethod = SignalType | 'new_profile';
+
+/** A campaign touch as profiles store it (first_touch, last_touch): where a visit came from, and when (event time). */
+export interface Touch {
+  source: string | null;
+  medium: string | null;
+  campaign: string | null;
+  /** ISO 8601 event time. */
+  at: string;
+}
+
+export interface ProfileRow {
+  id: string;
+  org_id: string;
+  canonical_id: string;
+  user_id: string | null;
+  merged_into: string | null;
+}
+
+export interface SignalRow {
+  org_id: string;
+  signal_type: SignalType;
+  signal_value: string;
+  profile_id: string;
+}
+
+/** What the batch's one read statement found, after its identity locks. */
+export interface BatchState {
+  /** The ids of the events already stored (an event's id is its organisation's messageId's: eventIdFor). */
+  stored: Set<string>;
+  signals: SignalRow[];
+  /** The signals' profiles, row-locked. */
+  profiles: ProfileRow[];
+  rules: Array<{ org_id: string; rules: unknown }>;
+  /** The batch's organisations' kept-apart identifiers (unmerges), with who holds them. */
+  keptApart: KeptApartPair[];
+}
+
+/** What readBatchState looks up: the signals (each of an organisation), the events' ids, and the organisations. */
+export interface BatchLookups {
+  signals: ReadonlyArray<{ orgId: string; type: SignalType; value: string }>;
+  eventIds: readonly string[];
+  orgIds: readonly string[];
+}
+
+/** An identity.events row: what an unmerge reads back (StoredEventRow), and where it is. */
+export interface EventRow extends StoredEventRow {
+  id: string;
+  org_id: string;
+  profile_id: string;
+  resolution_method: ResolutionMethod;
+}
+
+export interface SignalUpsert {
+  org_id: string;
+  signal_type: SignalType;
+  signal_value: string;
+  profile_id: string;
+  confidence: number;
+  first_seen_at: string;
+  last_seen_at: string;
+  occurrence_count: number;
+}
+
+export interface SessionRow {
+  org_id: string;
+  profile_id: string;
+  session_id: string;
+}
+
+export interface ClickIdUpsert {
+  org_id: string;
+  click_type: string;
+  click_id: string;
+  profile_id: string;
+  campaign_source: string | null;
+  campaign_medium: string | null;
+  first_seen_at: string;
+  last_seen_at: string;
+}
+
+export interface FingerprintUpsert {
+  org_id: string;
+  profile_id: string;
+  fingerprint_hash: string;
+  first_seen_at: string;
+  last_seen_at: string;
+  occurrence_count: number;
+}
+
+export interface ProfileUpdate {
+  id: string;
+  events: number;
+  first_seen_at: string;
+  last_seen_at: string;
+  first_touch: Touch | null;
+  last_touch: Touch | null;
+  traits: Record<string, unknown>;
+  user_id: string | null;
+  engagement_points: number;
+  engagement_at: string | null;
+  half_life_days: number | null;
+}
+
+export interface NewProfileRow {
+  id: string;
+  org_id: string;
+  canonical_id: string;
+  first_seen_at: string;
+  last_seen_at: string;
+}
+
+/** Every row the fresh events write, each table's rows coalesced by key. */
+export interface Effects {
+  events: EventRow[];
+  signals: SignalUpsert[];
+  sessions: SessionRow[];
+  clicks: ClickIdUpsert[];
+  fingerprints: FingerprintUpsert[];
+  profiles: ProfileUpdate[];
+}
+
+/** A merge the batch planned: both profiles are locked and live, the target its survivor. */
+export interface PlannedMergeRow {
+  orgId: string;
+  sourceId: string;
+  targetId: string;
+  reason: MergeReason;
+  signalType: SignalType | null;
+  messageId: string | null;
+}
+
+/** The most recently seen email and phone of each profile asked for, by profile id. */
+export type Contacts = Map<string, { email: string | null; phone: string | null }>;
+
+/** How counts of each signal type per profile come back (for the identity rules' limits). */
+export type SignalCounts = ReadonlyMap<string, Partial<Record<SignalType, number>>>;
+
+/** The key of a signal of an organisation, as writeEffects' `madeSignals` names them. */
+export const signalOfOrg = (orgId: string, type: SignalType, value: string): string => `${orgId}\u0000${signalKey(type, value)}`;
+
+/** Profiles the loaded ones were merged into that are not loaded yet: to lock and load next. */
+export function survivorsToLoad(profiles: ReadonlyMap<string, ProfileRow>, loaded: Iterable<ProfileRow>): string[] {
+  const ids = new Set<string>();
+  for (const p of loaded) if (p.merged_into && !profiles.has(p.merged_into)) ids.add(p.merged_into);
+  return [...ids];
+}
 
 /**
  * Every statement of a batch's transaction, in the order process-batch.ts
@@ -24,9 +184,10 @@ export async function lockIdentities(trx: Db, keys: readonly bigint[]): Promise<
  * every event and their profiles (locked `for update` in id order), and the
  * organisations' engagement rules.
  */
-export async function readBatchState(trx: Db, events: ReadonlyArray<Pick<PreparedEvent, 'orgId' | 'eventId' | 'identity'>>): Promise<BatchState> {
-  const wanted = events.flatMap((e) => lookupSignals(e).map((s) => ({ orgId: e.orgId, ...s })));
-  const { rows } = (await preparedRaw(trx, 
+export async function readBatchState(trx: Db, lookups: BatchLookups): Promise<BatchState> {
+  const wanted = lookups.signals;
+  const { rows } = (await preparedRaw(
+    trx,
     `with signals as materialized (
        select s.org_id, s.signal_type, s.signal_value, s.profile_id
        from unnest(:sigOrgs::uuid[], :sigTypes::text[], :sigValues::text[]) as k (org_id, signal_type, signal_value)
@@ -47,8 +208,8 @@ export async function readBatchState(trx: Db, events: ReadonlyArray<Pick<Prepare
       sigOrgs: wanted.map((w) => w.orgId),
       sigTypes: wanted.map((w) => w.type),
       sigValues: wanted.map((w) => w.value),
-      eventIds: events.map((e) => e.eventId),
-      ruleOrgs: [...new Set(events.map((e) => e.orgId))],
+      eventIds: [...lookups.eventIds],
+      ruleOrgs: [...lookups.orgIds],
     },
   )) as { rows: Array<{ stored: string[]; signals: BatchState['signals']; profiles: ProfileRow[]; rules: BatchState['rules']; kept_apart: BatchState['keptApart'] }> };
   const row = rows[0]!;
@@ -65,7 +226,8 @@ export async function loadSurvivors(trx: Db, read: readonly ProfileRow[]): Promi
   let toLock = survivorsToLoad(profiles, read);
   for (let round = 0; toLock.length > 0; round++) {
     if (round > 16) throw new Error('merged_into chain does not end');
-    const { rows } = (await preparedRaw(trx, 
+    const { rows } = (await preparedRaw(
+    trx,
       `select id, org_id, canonical_id, user_id, merged_into from identity.profiles
        where id = any(?::uuid[]) order by id for update`,
       [toLock],
@@ -103,9 +265,10 @@ export async function readSignalCounts(trx: Db, profileIds: readonly string[]): 
  * unmerge emptied to resolve its events again) is the one made, with the
  * new first and last seen.
  */
-export async function insertProfiles(trx: Db, plan: Pick<BatchPlan, 'created' | 'createdChanges'>, reuse = false): Promise<void> {
+export async function insertProfiles(trx: Db, plan: { created: readonly NewProfileRow[]; createdChanges: readonly OutboxMessage[] }, reuse = false): Promise<void> {
   if (plan.created.length === 0) return;
-  await preparedRaw(trx, 
+  await preparedRaw(
+    trx,
     `with profiles as (
        insert into identity.profiles (id, org_id, canonical_id, first_seen_at, last_seen_at)
        select id, org_id, canonical_id, first_seen_at, last_seen_at
@@ -120,7 +283,7 @@ export async function insertProfiles(trx: Db, plan: Pick<BatchPlan, 'created' | 
 }
 
 /** The planned merges, each through the identity library's merge (both profiles are locked and live); `publish` as MergeInput's. */
-export async function mergeProfiles(trx: Db, merges: BatchPlan['merges'], actor: string, publish: boolean): Promise<void> {
+export async function mergePlannedProfiles(trx: Db, merges: readonly PlannedMergeRow[], actor: string, publish: boolean): Promise<void> {
   for (const m of merges) {
     await mergeLockedProfiles(trx, { orgId: m.orgId, sourceId: m.sourceId, targetId: m.targetId, reason: m.reason, signalType: m.signalType, actor, messageId: m.messageId, publish });
   }
@@ -138,7 +301,8 @@ export async function mergeProfiles(trx: Db, merges: BatchPlan['merges'], actor:
  * in one order.
  */
 export async function writeEffects(trx: Db, effects: Effects, madeSignals: ReadonlySet<string>): Promise<void> {
-  const { rows: result } = (await preparedRaw(trx, 
+  const { rows: result } = (await preparedRaw(
+    trx,
     `with events as (
        insert into identity.events (id, org_id, message_id, profile_id, event_name, event_timestamp, received_at,
                                     properties, context, traits, anonymous_id, user_id, previous_id, resolution_method)
@@ -254,7 +418,8 @@ export async function rescoreAndReadContacts(
 ): Promise<Contacts> {
   const contacts: Contacts = new Map();
   if (rescore.length === 0 && contactsOf.length === 0) return contacts;
-  const { rows } = (await preparedRaw(trx, 
+  const { rows } = (await preparedRaw(
+    trx,
     `with stability as (
        update identity.fingerprints f set stability_score = f.occurrence_count::real / t.total
        from (select f.org_id, f.profile_id, sum(f.occurrence_count) as total
@@ -289,7 +454,8 @@ export async function rescoreAndReadContacts(
  * for this statement and the commit.
  */
 export async function addUsageAndOutputs(trx: Db, usage: Array<{ orgId: string; at: Date; count: number }>, outbox: readonly OutboxMessage[]): Promise<void> {
-  await preparedRaw(trx, 
+  await preparedRaw(
+    trx,
     `with usage as (
        ${AccountsStore.usageUpsertSql(':usage')}
      ), outbox as (

@@ -1,5 +1,5 @@
 import { ValidationError } from '@svc/runtime';
-import type { GoogleAdsConfig, MetaConfig, Platform } from './platforms/types';
+import type { GoogleAdsConfig, MetaConfig, Platform } from './platforms';
 
 /**
  * What `svcctl connector add --config '<json>'` accepts per platform (the

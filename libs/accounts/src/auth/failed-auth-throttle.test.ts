@@ -2,8 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { ErrorCodes, Headers, Messages } from '@svc/contracts';
 import { verifiedKey } from '@svc/testkit';
-import { HttpError } from '../http';
-import { limitAddress } from '../http/client-ip';
+import { HttpError, limitAddress } from '@svc/runtime';
 import { KeyRequirements, authenticate, type KeyVerifier } from './authenticate';
 import { FailedAuthThrottle } from './failed-auth-throttle';
 

@@ -1,4 +1,4 @@
-import { sqlMigration, type MigrationSet } from '../db/migrations';
+import { sqlMigration, type MigrationSet } from '@svc/runtime';
 
 /** Organisations and API keys: the tables every service authenticates against. */
 export const accountsMigrations: MigrationSet = {

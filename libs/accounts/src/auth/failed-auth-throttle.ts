@@ -1,7 +1,5 @@
-import { limitAddress } from '../http/client-ip';
+import { limitAddress, type HttpError, type Metrics } from '@svc/runtime';
 import { perIpRateLimited } from '../rate-limit/http';
-import type { HttpError } from '../http';
-import type { Metrics } from '../metrics';
 
 export interface FailedAuthThrottleOptions {
   /** Addresses counted per window at most; past it, new ones are not counted (and never refused). Default 100,000. */

@@ -1,4 +1,4 @@
-import { SealedBlobError, SecretKeyError, openBytes, parseSecretKey as parseKey, sealBytes, secretKeyFromDataDir } from '@svc/runtime';
+import { SealedBlobError, SecretKeyError, env, openBytes, parseSecretKey as parseKey, sealBytes, secretKeyFromDataDir } from '@svc/runtime';
 
 /**
  * Connector secrets at rest: AES-256-GCM (runtime's sealBytes) under a key
@@ -8,6 +8,20 @@ import { SealedBlobError, SecretKeyError, openBytes, parseSecretKey as parseKey,
  */
 
 const KEY_NAME = 'CONNECTOR_SECRET_KEY';
+const KEY_DESCRIPTION = 'Key that seals connector secrets at rest (32 bytes: 64 hex digits or base64)';
+
+/** Where the standalone stack and svcctl get the key: unset, the one kept in DATA_DIR (resolveSecretKey). */
+export const connectorKeyConfigSpec = {
+  CONNECTOR_SECRET_KEY: env.optionalString({
+    description: `${KEY_DESCRIPTION}; unset: a key generated once and kept in DATA_DIR`,
+    secret: true,
+  }),
+};
+
+/** The same for the forwarder on its own: it has no DATA_DIR to keep a key in, so the key must be given. */
+export const requiredConnectorKeyConfigSpec = {
+  CONNECTOR_SECRET_KEY: env.string({ description: KEY_DESCRIPTION, secret: true }),
+};
 
 export { SecretKeyError };
 

@@ -1,6 +1,6 @@
 import { ErrorCodes, Headers, Messages } from '@svc/contracts';
 import type { IncomingMessage } from 'node:http';
-import { HttpError, clientIp, limitAddress } from '../http';
+import { HttpError, clientIp, limitAddress } from '@svc/runtime';
 import type { VerifiedKey } from '../accounts/store';
 import { authenticate, type KeyRequirement, type KeyVerifier } from '../auth/authenticate';
 import type { FailedAuthThrottle } from '../auth/failed-auth-throttle';
