@@ -33,20 +33,12 @@ usage() {
     "| kill|stop-node|restart <workdir> <node> | leader <workdir> <topic> | pids <workdir>"
 }
 
-# True if something accepts TCP connections on HOST:$1.
-port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
-
+# shellcheck source=infra/local/lib-daemon.sh
+source "$HERE/lib-daemon.sh"
+# shellcheck source=infra/local/lib-kafka.sh
+source "$HERE/lib-kafka.sh"
 # shellcheck source=infra/local/kafka-probe.sh
 source "$HERE/kafka-probe.sh"
-
-# True while $1 is a live process. A SIGKILLed JVM stays a zombie until its
-# parent (after setsid: whatever reaps orphans) waits for it; that counts as
-# dead.
-alive() {
-  local st
-  st="$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" || return 1
-  [[ -n "$st" && "$st" != Z && "$st" != X ]]
-}
 
 # Seconds since $1 (a now_ms value), as "4.2s".
 now_ms() { local t=${EPOCHREALTIME//[.,]/}; echo $((t / 1000)); }
@@ -54,17 +46,11 @@ since() { local d=$(($(now_ms) - $1)); printf '%d.%ds' $((d / 1000)) $((d % 1000
 
 node_dir() { printf '%s/node%s\n' "$1" "$2"; }
 
-# PID from node N's pidfile if that process is still that node's JVM (guards
-# against a stale pidfile whose PID was reused by something else).
+# PID of node N's JVM, from its pidfile.
 running_pid() {
-  local nd pid
+  local nd
   nd="$(node_dir "$1" "$2")"
-  [[ -f "$nd/kafka.pid" ]] || return 1
-  pid="$(<"$nd/kafka.pid")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  alive "$pid" || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "kafka.Kafka $nd/server.properties" || return 1
-  printf '%s\n' "$pid"
+  pidfile_pid "$nd/kafka.pid" "kafka.Kafka $nd/server.properties"
 }
 
 node_port() { cat "$(node_dir "$1" "$2")/kafka.port" 2>/dev/null; }
@@ -91,40 +77,14 @@ free_port() {
 }
 
 # Sets JVM to the java command line that runs a node's classes.
-build_jvm() {
-  local libs heap jvm_extra
-  libs="$("$HERE/fetch.sh" --print-dir kafka)"
-  command -v java >/dev/null || die "java not found on PATH"
-  read -r -a heap <<<"${KAFKA_HEAP_OPTS:--Xms128m -Xmx384m}"
-  # C1-only JIT as in kafka.sh: start-up on 2 cores roughly halves.
-  read -r -a jvm_extra <<<"${KAFKA_JVM_OPTS--XX:TieredStopAtLevel=1}"
-  JVM=(java "${heap[@]}" "${jvm_extra[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20
-    -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true
-    -Djava.net.preferIPv4Stack=true -cp "$libs/*")
-}
+build_jvm() { build_kafka_jvm "-Xms128m -Xmx384m"; }
 
 # Starts node N's JVM in the background (server.properties must exist).
 launch_node() {
   local nd
   nd="$(node_dir "$1" "$2")"
-  rm -f "$nd/kafka.pid" # a stale one from a killed run would fool the waits
-  # setsid + closing inherited fds > 2, as in kafka.sh: the node outlives
-  # this script and never holds a caller's pipe open. The inner bash writes
-  # its own PID and then execs java (same PID).
-  # shellcheck disable=SC2016  # single quotes on purpose: expands in the child
-  setsid bash -c '
-    pidfile=$1; shift
-    for fd in /proc/$$/fd/*; do
-      n=${fd##*/}
-      if ((n > 2)); then eval "exec $n>&-" 2>/dev/null || true; fi
-    done
-    echo $$ >"$pidfile"
-    exec "$@"
-  ' _ "$nd/kafka.pid" "${JVM[@]}" "-Dlog4j2.configurationFile=$nd/log4j2.properties" \
-    kafka.Kafka "$nd/server.properties" </dev/null >>"$nd/kafka.out" 2>&1 &
-  local i
-  for ((i = 0; i < 50; i++)); do [[ -s "$nd/kafka.pid" ]] && return 0; sleep 0.1; done
-  die "node $2 did not start; see $nd/kafka.out"
+  start_detached "$nd/kafka.pid" "$nd/kafka.out" "${JVM[@]}" "-Dlog4j2.configurationFile=$nd/log4j2.properties" \
+    kafka.Kafka "$nd/server.properties" || die "node $2 did not start; see $nd/kafka.out"
 }
 
 tail_logs() {
@@ -200,7 +160,6 @@ do_start() {
   [[ ${ports[0]} != "${ports[1]}" && ${ports[0]} != "${ports[2]}" && ${ports[1]} != "${ports[2]}" ]] ||
     die "the three ports must differ"
   local timeout_s="${KAFKA_START_TIMEOUT:-120}"
-  local auto_create="${KAFKA_AUTO_CREATE_TOPICS:-false}"
   local brokers="$HOST:${ports[0]},$HOST:${ports[1]},$HOST:${ports[2]}"
 
   mkdir -p "$wd"
@@ -255,9 +214,7 @@ do_start() {
   if [[ -s "$wd/cluster.id" ]]; then
     cid="$(<"$wd/cluster.id")"
   else
-    # 16 random bytes, base64url without padding; no leading '-' for the CLI.
-    cid="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
-    cid="A${cid:1}"
+    cid="$(new_cluster_id)"
     echo "$cid" >"$wd/cluster.id"
   fi
 
@@ -266,48 +223,15 @@ do_start() {
   for n in "${NODES[@]}"; do
     nd="$(node_dir "$wd" "$n")" port=${ports[n - 1]} cport=${cports[n - 1]}
     mkdir -p "$nd"
-    # Quiet log4j2 config: WARN+ to kafka.log, plus the "started" INFO line.
-    cat >"$nd/log4j2.properties" <<EOF
-status = error
-appender.file.type = File
-appender.file.name = FILE
-appender.file.fileName = $nd/kafka.log
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.file.ref = FILE
-logger.started.name = kafka.server.KafkaRaftServer
-logger.started.level = INFO
-EOF
+    write_log4j2 "$nd"
     # Regenerated on every start so port changes apply; the data dir persists.
     # restart <node> reuses it as it is.
-    cat >"$nd/server.properties" <<EOF
-# Generated by infra/local/kafka-cluster.sh. Node $n of 3, KRaft, combined roles.
-process.roles=broker,controller
-node.id=$n
-controller.quorum.voters=$voters
-listeners=PLAINTEXT://$HOST:$port,CONTROLLER://$HOST:$cport
-advertised.listeners=PLAINTEXT://$HOST:$port
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs=$nd/data
-# Three brokers: replicate everything 3 ways, acks=all needs 2 in sync.
-num.partitions=1
-default.replication.factor=3
-min.insync.replicas=2
+    {
+      echo "# Generated by infra/local/kafka-cluster.sh. Node $n of 3, KRaft, combined roles."
+      # Three brokers: replicate everything 3 ways, acks=all needs 2 in sync.
+      node_properties "$nd" "$n" "$voters" "$port" "$cport" 3 2 3
+      cat <<EOF
 unclean.leader.election.enable=false
-offsets.topic.replication.factor=3
-offsets.topic.num.partitions=3
-transaction.state.log.replication.factor=3
-transaction.state.log.min.isr=2
-transaction.state.log.num.partitions=3
-share.coordinator.state.topic.replication.factor=3
-share.coordinator.state.topic.min.isr=2
-# Tests want consumers to join immediately.
-group.initial.rebalance.delay.ms=0
-# Topics are created explicitly via the admin API (override with env).
-auto.create.topics.enable=$auto_create
 # Three JVMs on 2 cores: small thread pools; the log cleaner's dedupe buffer
 # (heap, allocated at start, 128 MB by default) sized for a small heap.
 num.network.threads=2
@@ -318,6 +242,7 @@ num.recovery.threads.per.data.dir=1
 log.cleaner.threads=1
 log.cleaner.dedupe.buffer.size=16777216
 EOF
+    } >"$nd/server.properties"
     echo "$port" >"$nd/kafka.port"
     echo "$cport" >"$nd/controller.port"
     # Format storage once, with the cluster's id (in parallel: JVM start-ups).

@@ -32,10 +32,8 @@ PG_BIN="${PG_BIN:-/usr/lib/postgresql/15/bin}"
 PY=/usr/bin/python3
 [[ -x "$PY" ]] || PY=python3
 
-# PostgreSQL refuses to run as root: as root, Patroni (and so postgres) runs as `postgres`.
-as_pg() {
-  if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
+# shellcheck source=infra/local/lib-postgres.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib-postgres.sh"
 
 # --- processes -----------------------------------------------------------------
 
@@ -289,14 +287,7 @@ do_start() {
   [[ -x "$PG_BIN/postgres" ]] || die "no PostgreSQL binaries in $PG_BIN (apt-get install postgresql-15); set PG_BIN"
   mkdir -p "$wd"
   WD="$(cd "$wd" && pwd)"
-  if [[ $(id -u) -eq 0 ]]; then
-    id postgres >/dev/null 2>&1 || die "no postgres user (apt-get install postgresql)"
-    chown postgres: "$WD"
-    chmod 700 "$WD"
-    # The server must walk down to its directory.
-    local d="$WD"
-    while [[ "$d" != / ]]; do d="$(dirname "$d")"; chmod o+x "$d" 2>/dev/null || true; done
-  fi
+  pg_workdir "$WD"
   if [[ ! -f "$WD/ports.env" ]]; then
     local p
     read -r -a p <<<"$(free_ports 6 "$hport")"
@@ -310,8 +301,8 @@ REST2_PORT=${PGHA_REST2_PORT:-${p[5]}}
 HAPROXY_PORT=$hport
 ENV
   fi
-  [[ -s "$WD/password" ]] || head -c 18 /dev/urandom | base64 | tr '+/' 'xy' >"$WD/password"
-  [[ -s "$WD/repl-password" ]] || head -c 18 /dev/urandom | base64 | tr '+/' 'xy' >"$WD/repl-password"
+  [[ -s "$WD/password" ]] || new_password >"$WD/password"
+  [[ -s "$WD/repl-password" ]] || new_password >"$WD/repl-password"
   chmod 600 "$WD/password" "$WD/repl-password"
   # shellcheck disable=SC1091
   source "$WD/ports.env"

@@ -19,31 +19,22 @@ usage() { die "usage: $0 start <workdir> <port> [<certs-dir>] | stop <workdir>";
 PG_BIN="${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}"
 [[ -x "$PG_BIN/postgres" ]] || die "no PostgreSQL binaries (apt-get install postgresql); set PG_BIN"
 
-# PostgreSQL refuses to run as root: as root, everything runs as `postgres`.
-as_pg() {
-  if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
+# shellcheck source=infra/local/lib-postgres.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib-postgres.sh"
 
 do_start() {
   local wd="$1" port="$2" certs="${3:-}"
   mkdir -p "$wd"
   wd="$(cd "$wd" && pwd)"
   local data="$wd/data"
-  if [[ $(id -u) -eq 0 ]]; then
-    id postgres >/dev/null 2>&1 || die "no postgres user (apt-get install postgresql)"
-    chown postgres: "$wd"
-    chmod 700 "$wd"
-    # The server must walk down to its directory.
-    local d="$wd"
-    while [[ "$d" != / ]]; do d="$(dirname "$d")"; chmod o+x "$d" 2>/dev/null || true; done
-  fi
+  pg_workdir "$wd"
   if [[ -f "$wd/postmaster.port" ]] && as_pg "$PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
     log "already running"
     echo "DATABASE_URL=postgres://svc:$(<"$wd/password")@$HOST:$(<"$wd/postmaster.port")/postgres"
     return 0
   fi
   if [[ ! -f "$data/PG_VERSION" ]]; then
-    head -c 18 /dev/urandom | base64 | tr '+/' 'xy' >"$wd/password"
+    new_password >"$wd/password"
     as_pg bash -c "umask 077; printf '%s\n' \"\$(<'$wd/password')\" >'$wd/pwfile'"
     as_pg "$PG_BIN/initdb" -D "$data" -U svc --pwfile="$wd/pwfile" --auth=scram-sha-256 -E UTF8 --locale=C.UTF-8 >"$wd/initdb.log" 2>&1 ||
       { cat "$wd/initdb.log" >&2; die "initdb failed"; }

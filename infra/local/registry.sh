@@ -29,7 +29,8 @@ log() { printf '[registry] %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 usage() { die "usage: $0 start <workdir> <port> [<kafka-bootstrap>] | stop <workdir>"; }
 
-port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+# shellcheck source=infra/local/lib-daemon.sh
+source "$HERE/lib-daemon.sh"
 
 # HTTP status of <method> <path> [<json body>] in pure bash (a fresh machine
 # may lack curl). HTTP/1.0 so the server closes the connection after replying.
@@ -43,40 +44,13 @@ http_status() {
   ' "$HOST" "$1" "$2" "$3" "${4:-}" 2>/dev/null
 }
 
-running_pid() {
-  local wd="$1" pid
-  [[ -f "$wd/registry.pid" ]] || return 1
-  pid="$(<"$wd/registry.pid")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  # Our JVM carries -Dsvc.infra.workdir=<wd>: guards against PID reuse.
-  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qx -- "-Dsvc.infra.workdir=$wd" || return 1
-  printf '%s\n' "$pid"
-}
+# Our JVM carries -Dsvc.infra.workdir=<wd>: that marks it as this workdir's.
+running_pid() { pidfile_pid "$1/registry.pid" " -Dsvc.infra.workdir=$1 "; }
 
-do_stop() {
-  local wd="$1" pid i
-  [[ -d "$wd" ]] || { log "no workdir $wd; nothing to stop"; return 0; }
-  wd="$(cd "$wd" && pwd)"
-  if ! pid="$(running_pid "$wd")"; then
-    rm -f "$wd/registry.pid"
-    log "not running"
-    return 0
-  fi
-  log "stopping pid $pid (SIGTERM)"
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < 200; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    log "still alive after 20s; SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-  fi
-  rm -f "$wd/registry.pid"
-  log "stopped"
-}
+do_stop() { stop_server "$1" registry 20; }
+
+# Ready = the Confluent API answers 200 (storage initialised, HTTP up).
+registry_ready() { [[ "$(http_status "$1" GET "$API_PATH/subjects")" == 200 ]]; }
 
 do_start() {
   local wd="$1" port="$2" bootstrap="${3:-}"
@@ -91,14 +65,9 @@ do_start() {
   mkdir -p "$wd"
   wd="$(cd "$wd" && pwd)"
 
-  local pid
-  if pid="$(running_pid "$wd")"; then
-    if [[ "$(cat "$wd/registry.port" 2>/dev/null)" == "$port" && "$(http_status "$port" GET "$API_PATH/subjects")" == 200 ]]; then
-      log "already running (pid $pid)"
-      echo "SCHEMA_REGISTRY_URL=$url"
-      return 0
-    fi
-    die "a registry from $wd is already running (pid $pid) on another port; stop it first"
+  if already_serving "$wd" registry registry "$port" registry_ready "$port"; then
+    echo "SCHEMA_REGISTRY_URL=$url"
+    return 0
   fi
   port_open "$port" && die "port $port is already in use"
 
@@ -153,51 +122,17 @@ do_start() {
 
   log "starting Apicurio ($storage storage) on $HOST:$port, logs in $wd"
   local t0=$SECONDS
-  rm -f "$wd/registry.pid" # stale one from a killed run would fool the wait below
-  # Same detaching scheme as kafka.sh: own session, own PID in the pidfile,
-  # inherited fds > 2 closed so callers reading our stdout never hang.
-  # No subshell here: a forked "( ... & )" would stay around as the JVM's
-  # parent and keep the caller's stdout pipe open. cd is for relative paths.
-  cd "$wd"
-  # shellcheck disable=SC2016  # single quotes on purpose: expands in the child
-  setsid bash -c '
-    pidfile=$1; shift
-    for fd in /proc/$$/fd/*; do
-      n=${fd##*/}
-      if ((n > 2)); then eval "exec $n>&-" 2>/dev/null || true; fi
-    done
-    echo $$ >"$pidfile"
-    exec "$@"
-  ' _ "$wd/registry.pid" "${cmd[@]}" </dev/null >>"$wd/registry.out" 2>&1 &
-
-  local i
-  for ((i = 0; i < 50; i++)); do [[ -s "$wd/registry.pid" ]] && break; sleep 0.1; done
-  [[ -s "$wd/registry.pid" ]] || die "process did not start; see $wd/registry.out"
-  pid="$(<"$wd/registry.pid")"
-  # Ready = the Confluent API answers 200 (storage initialised, HTTP up).
-  while :; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      log "registry exited during start-up; tail of logs:"
-      tail -n 40 "$wd/registry.out" "$wd/registry.log" >&2 2>/dev/null || true
-      rm -f "$wd/registry.pid"
-      exit 1
-    fi
-    [[ "$(http_status "$port" GET "$API_PATH/subjects")" == 200 ]] && break
-    if ((SECONDS - t0 >= timeout_s)); then
-      log "not ready after ${timeout_s}s; tail of logs:"
-      tail -n 40 "$wd/registry.out" "$wd/registry.log" >&2 2>/dev/null || true
-      do_stop "$wd"
-      exit 1
-    fi
-    sleep 0.3
-  done
+  cd "$wd" # the registry's relative paths resolve in its workdir
+  start_detached "$wd/registry.pid" "$wd/registry.out" "${cmd[@]}" ||
+    die "process did not start; see $wd/registry.out"
+  await_ready "$wd" registry registry "$t0" "$timeout_s" registry_ready "$port"
   if [[ "$storage" == mem ]]; then
     # The default rule above is enforced, but GET /config reports NONE until
     # a global rule is stored; store it so the API reads like Confluent's.
     # (Fresh in-memory state, so this never overwrites a user's setting.)
     http_status "$port" PUT "$API_PATH/config" "{\"compatibility\":\"$compat\"}" >/dev/null || true
   fi
-  log "ready in $((SECONDS - t0))s (pid $pid)"
+  log "ready in $((SECONDS - t0))s (pid $(<"$wd/registry.pid"))"
   echo "SCHEMA_REGISTRY_URL=$url"
 }
 

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Type, type Static } from '@sinclair/typebox';
 import type { TopicSpec } from '@svc/contracts';
+import { Gates } from '@svc/testkit';
 import { DLQ_REASON_HEADER, DLQ_SOURCE_HEADER, deadLetterTopicFor } from './dead-letters';
 import { SchemaViolationError } from './errors';
 import type { Bus, IncomingMessage, MessageBatch, OutgoingMessage, ProduceResult } from './port';
@@ -47,15 +48,10 @@ export function runBusContract(name: string, makeBus: () => Promise<BusUnderTest
       opened.push(b);
       return b;
     };
-    const gates: Array<() => void> = [];
-    /** A promise a handler can block on; released after each test in any case, so cleanup never hangs. */
-    const gate = () => {
-      const d = deferred();
-      gates.push(d.resolve);
-      return d;
-    };
+    const gates = new Gates();
+    const gate = () => gates.gate();
     afterEach(async () => {
-      for (const release of gates.splice(0)) release();
+      gates.releaseAll();
       for (const b of opened.splice(0).reverse()) await b.cleanup();
     });
 
@@ -459,12 +455,6 @@ function keyInPartition(p: number, partitions: number): string {
 function checksum(values: Payload[]): string {
   const lines = values.map((v) => `${v.id}|${v.key}|${v.seq}|${v.body ?? ''}`).sort();
   return createHash('sha256').update(lines.join('\n')).digest('hex');
-}
-
-function deferred(): { promise: Promise<void>; resolve(): void } {
-  let resolve = () => {};
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
 }
 
 const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i);

@@ -1,6 +1,6 @@
 /** Helpers both bus adapters use; nothing here knows Kafka or PostgreSQL. */
 
-import type { GatherOptions } from './port';
+import type { GatherOptions, SubscribeOptions, Subscription } from './port';
 
 /** What the adapter logs through; a pino logger fits. */
 export interface BusLogger {
@@ -36,11 +36,34 @@ export function backoffMs(failures: number, capMs = 5_000): number {
 export const MAX_GATHER_WAIT_MS = 5_000;
 
 /**
- * A subscription's gather option, checked (both adapters take it the same
- * way); undefined when there is nothing to gather for: none asked, or no
- * wait (a Kafka fetch that may not wait would poll in a loop).
+ * A subscription's options as both adapters take them: some topics, a whole
+ * maxBatchSize (default 100), and the gather option checked.
  */
-export function checkedGather(gather: GatherOptions | undefined): GatherOptions | undefined {
+export function checkedSubscribeOptions(options: Pick<SubscribeOptions, 'topics' | 'maxBatchSize' | 'gather'>): { maxBatchSize: number; gather: GatherOptions | undefined } {
+  if (options.topics.length === 0) throw new Error('subscribe: no topics given');
+  const maxBatchSize = options.maxBatchSize ?? 100;
+  if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) throw new RangeError(`subscribe: invalid maxBatchSize ${maxBatchSize}`);
+  return { maxBatchSize, gather: checkedGather(options.gather) };
+}
+
+/** A started member as the port's Subscription: stopping it also drops it from the adapter's `members`, which the adapter stops at close. */
+export function subscriptionOf<M extends Subscription>(member: M, members: Set<M>): Subscription {
+  return {
+    pause: () => member.pause(),
+    resume: () => member.resume(),
+    stop: async () => {
+      await member.stop();
+      members.delete(member);
+    },
+  };
+}
+
+/**
+ * A subscription's gather option, checked; undefined when there is nothing
+ * to gather for: none asked, or no wait (a Kafka fetch that may not wait
+ * would poll in a loop).
+ */
+function checkedGather(gather: GatherOptions | undefined): GatherOptions | undefined {
   if (gather === undefined) return undefined;
   const { minBytes, maxWaitMs } = gather;
   if (!Number.isInteger(minBytes) || minBytes < 1) throw new RangeError(`subscribe: invalid gather.minBytes ${minBytes}`);

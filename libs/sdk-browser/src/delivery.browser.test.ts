@@ -8,6 +8,22 @@ const DAY = 24 * 3600 * 1000;
 describeInBrowser('delivery (browser)', (h) => {
   beforeEach(() => h.server.reset());
 
+  /**
+   * A fresh context whose origin holds the queue `key` as a tab that is gone left
+   * it: its heartbeat `tabAge` ms old, each event stored `age` ms ago and unanswered.
+   */
+  const contextWithQueueLeftBehind = async (key: string, tabAge: number, events: Array<{ name: string; messageId: string; age: number }>) => {
+    const context = await h.context();
+    const page = await context.newPage();
+    await page.goto(`${h.server.origin}/blank`);
+    await page.evaluate(`(() => {
+      const ev = (name, messageId) => ({ type: 'track', event: name, messageId, anonymousId: 'anon_3b241101-e2bb-4255-8caf-4136c566a962', timestamp: new Date().toISOString(), context: {} });
+      const i = ${JSON.stringify(events)}.map(({ name, messageId, age }) => ({ e: ev(name, messageId), t: Date.now() - age, a: 0 }));
+      localStorage.setItem(${JSON.stringify(key)}, JSON.stringify({ h: Date.now() - ${tabAge}, i }));
+    })()`);
+    return { context, page };
+  };
+
   it('retries a 5xx with backoff and the same messageIds, then reports success to the callback', async () => {
     h.server.serve('/retry', fixture(h.server, { config: { trackPages: false, flushAt: 1 } }));
     h.server.reply({ status: 503, body: { success: false, error: 'Service temporarily unavailable — usage check failed' }, headers: { 'Retry-After': '30' } });
@@ -138,16 +154,10 @@ describeInBrowser('delivery (browser)', (h) => {
 
   it('drops persisted events older than 7 days (reported as expired) and sends the rest', async () => {
     h.server.serve('/ttl', fixture(h.server, { config: { trackPages: false } }));
-    const context = await h.context();
-    const page = await context.newPage();
-    await page.goto(`${h.server.origin}/blank`);
-    await page.evaluate(`(() => {
-      const ev = (name) => ({ type: 'track', event: name, messageId: 'seed-' + name, anonymousId: 'anon_3b241101-e2bb-4255-8caf-4136c566a962', timestamp: new Date().toISOString(), context: {} });
-      localStorage.setItem('svc_queue_gone', JSON.stringify({ h: Date.now() - ${8 * DAY}, i: [
-        { e: ev('stale'), t: Date.now() - ${8 * DAY}, a: 0 },
-        { e: ev('recent'), t: Date.now() - ${6 * DAY}, a: 0 },
-      ] }));
-    })()`);
+    const { page } = await contextWithQueueLeftBehind('svc_queue_gone', 8 * DAY, [
+      { name: 'stale', messageId: 'seed-stale', age: 8 * DAY },
+      { name: 'recent', messageId: 'seed-recent', age: 6 * DAY },
+    ]);
     await page.goto(`${h.server.origin}/ttl`);
     await h.server.waitFor(() => h.server.delivered((e) => e.event === 'recent').length, 'the recent event');
     await page.evaluate('svc.flush()');
@@ -158,13 +168,11 @@ describeInBrowser('delivery (browser)', (h) => {
 
   it('two tabs opening at once send the events a closed tab left behind exactly once', async () => {
     h.server.serve('/tabs', fixture(h.server, { config: { trackPages: false } }));
-    const context = await h.context();
-    const seeder = await context.newPage();
-    await seeder.goto(`${h.server.origin}/blank`);
-    await seeder.evaluate(`(() => {
-      const ev = (name) => ({ type: 'track', event: name, messageId: 'orphan-' + name, anonymousId: 'anon_3b241101-e2bb-4255-8caf-4136c566a962', timestamp: new Date().toISOString(), context: {} });
-      localStorage.setItem('svc_queue_closedtab', JSON.stringify({ h: Date.now() - 1000, i: ['a', 'b', 'c'].map((n) => ({ e: ev(n), t: Date.now() - 1000, a: 0 })) }));
-    })()`);
+    const { context } = await contextWithQueueLeftBehind(
+      'svc_queue_closedtab',
+      1000,
+      ['a', 'b', 'c'].map((name) => ({ name, messageId: `orphan-${name}`, age: 1000 })),
+    );
     const [one, two] = await Promise.all([context.newPage(), context.newPage()]);
     await Promise.all([one.goto(`${h.server.origin}/tabs`), two.goto(`${h.server.origin}/tabs`)]);
     await h.server.waitFor(() => h.server.delivered().length >= 3, 'the orphaned events');

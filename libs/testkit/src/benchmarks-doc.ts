@@ -19,3 +19,14 @@ export async function writeDocSection(file: 'benchmarks.md' | 'fuzz.md', name: s
   const next = i >= 0 && j > i ? `${text.slice(0, i + start.length)}\n${body}${text.slice(j)}` : `${text.trimEnd()}\n\n${start}\n${body}${end}\n`;
   await writeFile(doc, next);
 }
+
+/**
+ * A bench's table for docs/benchmarks.md: the caption paragraph (what was
+ * measured, how), a blank line, the markdown table, and a closing newline,
+ * so that tables joined with '\n' stand a blank line apart. The separator row
+ * is derived from `header`, so it always has one cell per column.
+ */
+export function markdownTable(caption: string, header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  return [caption, '', line(header), `|${'---|'.repeat(header.length)}`, ...rows.map(line), ''].join('\n');
+}

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '@svc/runtime';
-import { InfraEnv, type InfraPiece } from './infra-state';
+import { InfraEnv, infraRequired, type InfraPiece } from './infra-state';
 import { containerRuntimeAvailable, startKafkaContainer, startPostgresContainer, startRegistryContainer } from './containers';
 import { startLocalKafka, startLocalRegistry } from './local-infra';
 import { secretFile, startSecuredInfra } from './secured-infra';
@@ -17,7 +17,7 @@ import { secretFile, startSecuredInfra } from './secured-infra';
  * provided fails the run; without it, the suites that need it skip loudly.
  */
 const started: Array<() => Promise<void>> = [];
-const required = process.env.REQUIRE_INFRA === '1';
+const required = infraRequired();
 
 /** Containers when a runtime answers (a laptop with Docker), else local processes. */
 let useContainers = false;

@@ -1,5 +1,6 @@
-export { missingReason } from './infra-state';
-export { createTestDatabase, describeWithPostgres, type TestDatabase } from './postgres';
+export { infraRequired, missingReason } from './infra-state';
+export { describeUnlessMissing } from './suites';
+export { createTestDatabase, describeWithPostgres, testDatabaseForSuite, type SuiteDatabase, type TestDatabase } from './postgres';
 export { describeWithKafka, kafkaEndpoints, kafkaEnv, readRawKafkaTopic } from './kafka';
 export { runNode, waitReady, type NodeRun } from './processes';
 export { testLogger } from './logger';
@@ -11,5 +12,7 @@ export { secretFile, startSecuredInfra, type Login, type SecuredInfra } from './
 export { script as infraScript, startLocalPostgres, type LocalPostgres } from './local-infra';
 export { describeWithKafkaAnd, describeWithOtelCollector, isExecutable, missingPrograms } from './programs';
 export { acknowledgedBy, longestGapWithoutOk, startLoad, unacknowledgedAnswers, within, type LoadCounts, type LoadOptions, type LoadResult, type LoadRun, type Outcome, type RequestRecord } from './load';
-export { waitFor } from './wait-for';
+export { Gates, waitFor, type Gate } from './wait-for';
 export { otelCollectorBinary, startOtelCollector, type ExportedSpan, type RunningOtelCollector } from './otel-collector';
+export { pollForValue } from './poll';
+export { FixtureOrigin, loseAnswer, requestBody } from './fixture-origin';

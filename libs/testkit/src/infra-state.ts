@@ -24,3 +24,6 @@ export type InfraPiece = 'postgres' | 'kafka' | 'registry' | 'chromium';
 export function missingReason(piece: InfraPiece): string | undefined {
   return process.env[InfraEnv.missing(piece)];
 }
+
+/** REQUIRE_INFRA=1: what a suite needs and the run lacks fails it instead of skipping it (CI sets it). */
+export const infraRequired = (): boolean => process.env.REQUIRE_INFRA === '1';

@@ -1,17 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { describe } from '@jest/globals';
 import { Kafka, logLevel } from 'kafkajs';
 import { InfraEnv, missingReason } from './infra-state';
+import { describeUnlessMissing } from './suites';
 
 /** `describe` when Kafka and the schema registry are available in this run, else a loudly skipped one. */
 export function describeWithKafka(name: string, fn: () => void): void {
-  const missing = missingReason('kafka') ?? missingReason('registry') ?? missingReason('postgres');
-  if (missing) {
-    describe.skip(`${name} [skipped: ${missing}]`, fn);
-  } else {
-    describe(name, fn);
-  }
+  describeUnlessMissing(name, missingReason('kafka') ?? missingReason('registry') ?? missingReason('postgres'), fn);
 }
 
 /** How a secured run (SVC_TEST_SECURED=1) logs in to its broker and registry: files, as a deployment mounts them. */

@@ -1,17 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { describe } from '@jest/globals';
+import { afterAll, beforeAll } from '@jest/globals';
 import pg from 'pg';
 import { createDb, runMigrations, type Db, type MigrationSet } from '@svc/runtime';
 import { InfraEnv, missingReason } from './infra-state';
+import { describeUnlessMissing } from './suites';
 
 /** `describe` when PostgreSQL is available in this run, else a loudly skipped one. */
 export function describeWithPostgres(name: string, fn: () => void): void {
-  const missing = missingReason('postgres');
-  if (missing) {
-    describe.skip(`${name} [skipped: ${missing}]`, fn);
-  } else {
-    describe(name, fn);
-  }
+  describeUnlessMissing(name, missingReason('postgres'), fn);
 }
 
 export interface TestDatabase {
@@ -55,6 +51,37 @@ export async function createTestDatabase(migrations: readonly MigrationSet[] = [
       await client.connect();
       await client.query(`drop database if exists ${name} with (force)`);
       await client.end();
+    },
+  };
+}
+
+/** The suite's database as its tests read it; testDatabaseForSuite drops it. */
+export type SuiteDatabase = Omit<TestDatabase, 'drop'>;
+
+/**
+ * A fresh database for the enclosing `describe`: made before its first test,
+ * dropped after its last. Call it in the describe body, before hooks that use
+ * it; its fields can be read from tests and hooks, not while declaring them.
+ */
+export function testDatabaseForSuite(migrations: readonly MigrationSet[] = []): SuiteDatabase {
+  let database: TestDatabase | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase(migrations);
+  });
+  afterAll(() => database?.drop());
+  const made = (): TestDatabase => {
+    if (!database) throw new Error('the suite database is made in beforeAll: read it from a test or a hook');
+    return database;
+  };
+  return {
+    get db() {
+      return made().db;
+    },
+    get url() {
+      return made().url;
+    },
+    get name() {
+      return made().name;
     },
   };
 }

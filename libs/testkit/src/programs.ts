@@ -1,8 +1,8 @@
 import { accessSync, constants, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { describe, it } from '@jest/globals';
-import { missingReason } from './infra-state';
+import { infraRequired, missingReason } from './infra-state';
 import { OTELCOL_INSTALL, otelCollectorBinary } from './otel-collector';
+import { describeUnlessMissing } from './suites';
 
 /** Whether `file` exists and may be run. */
 export function isExecutable(file: string): boolean {
@@ -37,33 +37,14 @@ export function missingPrograms(programs: readonly string[]): string[] {
  */
 export function describeWithKafkaAnd(name: string, programs: readonly string[], fn: () => void): void {
   const lacking = missingPrograms(programs);
+  // Missing infrastructure already failed the run's global setup under REQUIRE_INFRA=1; missing programs fail here.
   const infra = missingReason('kafka') ?? missingReason('registry') ?? missingReason('postgres');
   const reason = infra ?? (lacking.length ? `missing ${lacking.join(', ')} (apt-get install ${lacking.join(' ')}; .ci/run does)` : undefined);
-  if (!reason) {
-    describe(name, fn);
-  } else if (process.env.REQUIRE_INFRA === '1' && !infra) {
-    describe(name, () => {
-      it('needs its programs', () => {
-        throw new Error(`REQUIRE_INFRA=1 and ${reason}`);
-      });
-    });
-  } else {
-    console.warn(`\n\n*** ${name} is SKIPPED: ${reason}\n`);
-    describe.skip(`${name} [skipped: ${reason}]`, fn);
-  }
+  describeUnlessMissing(name, reason, fn, infraRequired() && !infra);
 }
 
 /** Runs `fn` as a suite when the collector is built; with REQUIRE_INFRA=1 its absence fails, else the suite is skipped. */
 export function describeWithOtelCollector(name: string, fn: () => void): void {
-  if (otelCollectorBinary()) describe(name, fn);
-  else if (process.env.REQUIRE_INFRA === '1') {
-    describe(name, () => {
-      it('needs the OpenTelemetry Collector', () => {
-        throw new Error(`REQUIRE_INFRA=1 and the OpenTelemetry Collector is not built: run ${OTELCOL_INSTALL}`);
-      });
-    });
-  } else {
-    console.warn(`\n\n*** ${name} is SKIPPED: the OpenTelemetry Collector is not built (run ${OTELCOL_INSTALL})\n`);
-    describe.skip(`${name} [skipped: no OpenTelemetry Collector]`, fn);
-  }
+  const missing = otelCollectorBinary() ? undefined : `the OpenTelemetry Collector is not built: run ${OTELCOL_INSTALL}`;
+  describeUnlessMissing(name, missing, fn, infraRequired());
 }

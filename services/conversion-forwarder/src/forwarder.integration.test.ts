@@ -152,6 +152,24 @@ describeWithPostgres('conversion forwarder', () => {
   const counter = async (platform: string, outcome: string) =>
     (await metrics.conversions.get()).values.find((v) => v.labels.platform === platform && v.labels.outcome === outcome)?.value ?? 0;
 
+  /**
+   * A fresh organisation whose Google Ads first answers `responses`, and one visitor who
+   * lands from a click and then sends `conversion`; resolves once its queue row is `status`.
+   */
+  async function convertUntil(
+    responses: ScriptedResponse[],
+    conversion: Partial<InboundEvent> & Pick<InboundEvent, 'type'>,
+    status: string,
+  ): Promise<Org> {
+    const o = await org();
+    o.google.respondWith(responses);
+    const v = visitor(o.orgId);
+    await ingest([v.landing, v.event(conversion)]);
+    await waitFor(`the conversion ${status}`, async () => (await queueRows(o.orgId))[0]?.status === status);
+    await settle();
+    return o;
+  }
+
   it('sends a qualifying conversion with a click ID exactly once to each platform, well formed and hashed', async () => {
     const o = await org({ meta: true });
     const v = visitor(o.orgId, { source: 'google', medium: 'cpc', gclid: 'GCLID-1', fbclid: 'FBCLID-1' });
@@ -272,33 +290,26 @@ describeWithPostgres('conversion forwarder', () => {
   });
 
   it('retries a 500 and sends once; marks a conversion dead when retries run out', async () => {
-    const o = await org();
-    o.google.respondWith([{ status: 500, body: { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } } }]);
-    const v = visitor(o.orgId);
-    await ingest([v.landing, v.event({ type: 'track', event: 'purchase', properties: { order_id: 'retry-1' } })]);
-    await waitFor('sent after a retry', async () => (await queueRows(o.orgId))[0]?.status === 'sent');
-    await settle();
+    const o = await convertUntil(
+      [{ status: 500, body: { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL' } } }],
+      { type: 'track', event: 'purchase', properties: { order_id: 'retry-1' } },
+      'sent',
+    );
     expect(o.google.requests.map((r) => (r.body as { conversions: Array<{ orderId: string }> }).conversions[0]!.orderId)).toEqual(['retry-1', 'retry-1']);
     expect((await queueRows(o.orgId))[0]).toMatchObject({ status: 'sent', attempts: 2, last_error: null });
 
-    const p = await org();
-    p.google.respondWith([{ status: 503 }, { status: 502 }, { status: 500 }]);
-    const w = visitor(p.orgId);
-    await ingest([w.landing, w.event({ type: 'track', event: 'lead' })]);
-    await waitFor('dead after three attempts', async () => (await queueRows(p.orgId))[0]?.status === 'dead');
-    await settle();
+    const p = await convertUntil([{ status: 503 }, { status: 502 }, { status: 500 }], { type: 'track', event: 'lead' }, 'dead');
     expect(p.google.requests).toHaveLength(3);
     expect((await queueRows(p.orgId))[0]).toMatchObject({ status: 'dead', attempts: 3, last_status: 500 });
   });
 
   it("fails a 400 for good with the platform's reason, and no retry", async () => {
-    const o = await org();
-    o.google.respondWith([{ status: 400, body: { error: { code: 400, message: 'Request contains an invalid argument.', status: 'INVALID_ARGUMENT' } } }]);
-    const v = visitor(o.orgId);
-    await ingest([v.landing, v.event({ type: 'track', event: 'purchase', properties: { order_id: 'bad-1' } })]);
-    await waitFor('failed', async () => (await queueRows(o.orgId))[0]?.status === 'failed');
-    await settle();
-    await settle();
+    const o = await convertUntil(
+      [{ status: 400, body: { error: { code: 400, message: 'Request contains an invalid argument.', status: 'INVALID_ARGUMENT' } } }],
+      { type: 'track', event: 'purchase', properties: { order_id: 'bad-1' } },
+      'failed',
+    );
+    await settle(); // a retry, were there one, would have been sent by now
     expect(o.google.requests).toHaveLength(1);
     const [row] = await queueRows(o.orgId);
     expect(row).toMatchObject({ status: 'failed', attempts: 1, last_status: 400 });

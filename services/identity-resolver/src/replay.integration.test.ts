@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { readToEnd } from '@svc/bus';
-import type { RawEventEnvelope, RawLogMessage } from '@svc/contracts';
+import type { RawEventEnvelope } from '@svc/contracts';
 import { describeWithPostgres } from '@svc/testkit';
 import { DataKeyReader, MasterKeyMissingError, MasterKeyRing, OUTBOX_INSERT, adminMergeProfiles, outboxRecords, profileChange, setEngagementRules } from '@svc/identity';
-import { replayProjections, type ReplayReport } from './replay';
+import type { ReplayReport } from './replay';
 import { Harness, minutesAgo } from './test-support/harness';
+import { replayHarnessLog } from './test-support/replay-log';
 
 /**
  * Replay on real parts: a mixed workload goes through the running resolver,
@@ -36,14 +36,7 @@ describeWithPostgres('replaying the raw log into fresh projections', () => {
     before = await snapshot(h, 'identity', org);
     usageBefore = await h.db('accounts.monthly_usage').orderBy(['org_id', 'month']);
 
-    report = await replayProjections({
-      db: h.db,
-      logger: h.logger,
-      label: 'test',
-      keys: h.keyReader(),
-      batch: { hashes: h.hashes },
-      source: (consume) => readToEnd<RawLogMessage>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value)), { maxBatchSize: 37 }),
-    });
+    report = await replayHarnessLog(h, 'test', { maxBatchSize: 37 });
   }, 120_000);
   afterAll(() => h.tearDown());
 
@@ -70,14 +63,7 @@ describeWithPostgres('replaying the raw log into fresh projections', () => {
 
   it('stops, changing nothing, when it cannot unwrap the log\'s keys (another master key): it never rebuilds without those events', async () => {
     const profiles = await h.count('select count(*) as n from identity.profiles where org_id = ?', [org]);
-    const replay = replayProjections({
-      db: h.db,
-      logger: h.logger,
-      label: 'wrong_key',
-      keys: new DataKeyReader(h.db, new MasterKeyRing(randomBytes(32))),
-      batch: { hashes: h.hashes },
-      source: (consume) => readToEnd<RawLogMessage>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value))),
-    });
+    const replay = replayHarnessLog(h, 'wrong_key', { keys: new DataKeyReader(h.db, new MasterKeyRing(randomBytes(32))) });
     await expect(replay).rejects.toThrow(MasterKeyMissingError);
     expect(await h.count('select count(*) as n from identity.profiles where org_id = ?', [org])).toBe(profiles);
     expect(await h.count(`select count(*) as n from pg_namespace where nspname = 'identity_before_replay_wrong_key'`, [])).toBe(0);
@@ -140,44 +126,27 @@ async function snapshot(h: Harness, schema: string, org: string): Promise<Snapsh
   }
   const live = await q<{ id: string; merged_into: string | null }>('select id, merged_into from S.profiles where org_id = ?');
   const cluster = (id: string) => owner.get(live.find((p) => p.id === id)?.merged_into ?? id) ?? `?${id}`;
-  const sorted = <T>(rows: T[]) => rows.sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  /** The rows `sql` selects, sorted, their `profile_id` replaced by the cluster it resolves to. */
+  const clustered = async (sql: string) =>
+    (await q<Record<string, unknown> & { profile_id: string }>(sql))
+      .map(({ profile_id, ...rest }) => ({ cluster: cluster(profile_id), ...rest }))
+      .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
   return {
-    profiles: sorted(
-      (
-        await q<Record<string, unknown> & { id: string }>(
-          `select id, user_id, identified, traits, first_seen_at, last_seen_at, event_count, session_count,
-                  round(engagement_score::numeric, 6) as engagement_score, first_touch, last_touch
-           from S.profiles where org_id = ? and merged_into is null`,
-        )
-      ).map(({ id, ...rest }) => ({ cluster: cluster(id), ...rest })),
+    profiles: await clustered(
+      `select id as profile_id, user_id, identified, traits, first_seen_at, last_seen_at, event_count, session_count,
+              round(engagement_score::numeric, 6) as engagement_score, first_touch, last_touch
+       from S.profiles where org_id = ? and merged_into is null`,
     ),
-    signals: sorted(
-      (
-        await q<Record<string, unknown> & { profile_id: string }>(
-          'select profile_id, signal_type, signal_value, confidence, first_seen_at, last_seen_at, occurrence_count from S.identity_signals where org_id = ?',
-        )
-      ).map(({ profile_id, ...rest }) => ({ cluster: cluster(profile_id), ...rest })),
+    signals: await clustered(
+      'select profile_id, signal_type, signal_value, confidence, first_seen_at, last_seen_at, occurrence_count from S.identity_signals where org_id = ?',
     ),
-    events: sorted(
-      (
-        await q<Record<string, unknown> & { profile_id: string }>(
-          'select id, message_id, profile_id, event_name, event_timestamp, properties, context, resolution_method from S.events where org_id = ?',
-        )
-      ).map(({ profile_id, ...rest }) => ({ cluster: cluster(profile_id), ...rest })),
+    events: await clustered(
+      'select id, message_id, profile_id, event_name, event_timestamp, properties, context, resolution_method from S.events where org_id = ?',
     ),
-    clicks: sorted(
-      (
-        await q<Record<string, unknown> & { profile_id: string }>(
-          'select click_type, click_id, profile_id, campaign_source, campaign_medium, first_seen_at, last_seen_at from S.click_ids where org_id = ?',
-        )
-      ).map(({ profile_id, ...rest }) => ({ cluster: cluster(profile_id), ...rest })),
+    clicks: await clustered(
+      'select click_type, click_id, profile_id, campaign_source, campaign_medium, first_seen_at, last_seen_at from S.click_ids where org_id = ?',
     ),
-    sessions: sorted(
-      (await q<Record<string, unknown> & { profile_id: string }>('select * from S.profile_sessions where org_id = ?')).map(({ profile_id, ...rest }) => ({
-        cluster: cluster(profile_id),
-        ...rest,
-      })),
-    ),
+    sessions: await clustered('select * from S.profile_sessions where org_id = ?'),
   };
 }
 
@@ -216,14 +185,7 @@ describeWithPostgres('a replay ahead of a lagging resolver hands over without sw
     await h.produce(behind);
 
     // And these arrive while the replay runs.
-    const replay = replayProjections({
-      db: h.db,
-      logger: h.logger,
-      label: 'handover',
-      keys: h.keyReader(),
-      batch: { hashes: h.hashes },
-      source: (consume) => readToEnd<RawLogMessage>(h.bus, h.topics.eventsRaw, (ms) => consume(ms.map((m) => m.value)), { maxBatchSize: 3 }),
-    });
+    const replay = replayHarnessLog(h, 'handover', { maxBatchSize: 3 });
     const during = [purchase('new-3', 8), page('known-2', 9)];
     await h.produce(during);
     const report = await replay;

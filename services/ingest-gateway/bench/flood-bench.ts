@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { env, freePort, loadConfigOrExit, SERVICE_NODE_FLAGS } from '@svc/runtime';
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
-import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
+import { markdownTable, writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { cpuSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
 import { BENCH_IDENTIFIER_HASH_KEYS, BENCH_RAW_LOG_MASTER_KEY, startBenchDatabase } from './bench-database';
 import { batchBody, runLoad, type LoadResult } from './load';
@@ -183,20 +183,15 @@ function report(steps: Step[]): string {
     const statuses: Record<string, number> = {};
     for (const x of s) for (const [k, v] of Object.entries(x.flood.byStatus)) statuses[k] = (statuses[k] ?? 0) + v;
     const floodText = flood === 0 ? '—' : `${Math.round(flood / ((s.length * knobs.BENCH_STEP_MS) / 1000))}/s (${Object.entries(statuses).map(([k, v]) => `${k}: ${v}`).join(', ')})`;
-    return (
-      `| ${kind} | ${Math.round(eps).toLocaleString('en')} | ${(eps / quiet).toFixed(2)} | ${median(s.map((x) => x.load.p99Ms)).toFixed(0)} | ` +
-      `${median(s.map((x) => x.cpuUsPerEvent)).toFixed(0)} | ${s.reduce((sum, x) => sum + x.load.non200, 0)} | ${floodText} |`
-    );
+    const non200 = s.reduce((sum, x) => sum + x.load.non200, 0);
+    return [kind, Math.round(eps).toLocaleString('en'), (eps / quiet).toFixed(2), median(s.map((x) => x.load.p99Ms)).toFixed(0), median(s.map((x) => x.cpuUsPerEvent)).toFixed(0), String(non200), floodText];
   });
-  return [
+  return markdownTable(
     `_Measured ${new Date().toISOString().slice(0, 10)} by \`node bench/dist/bench/flood-bench.js\` (services/ingest-gateway), ${os.cpus().length} cores; one gateway on the Postgres-backed log (a 200 means the batch is committed to PostgreSQL), ` +
       `${knobs.BENCH_CONCURRENCY} authenticated requests of 100 events in flight, ${knobs.BENCH_FLOOD_CONCURRENCY} flood requests of 1 MiB without a valid key in flight, ${knobs.BENCH_ROUNDS} interleaved rounds of ${knobs.BENCH_STEP_MS / 1000} s steps; medians._`,
-    '',
-    '| step | authenticated events/s | of quiet | p99 ms | gateway CPU µs/event | authenticated non-200 | flood answered (status: count) |',
-    '|---|---|---|---|---|---|---|',
-    ...rows,
-    '',
-  ].join('\n');
+    ['step', 'authenticated events/s', 'of quiet', 'p99 ms', 'gateway CPU µs/event', 'authenticated non-200', 'flood answered (status: count)'],
+    rows,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -9,7 +9,7 @@ import {
   SERVICE_NODE_FLAGS,
 } from '@svc/runtime';
 // Modules alone: the package's index loads jest's globals, which refuse to run outside jest.
-import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
+import { markdownTable, writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { cpuSeconds, machineSeconds, stopAll, waitReady } from '@svc/testkit/dist/processes';
 import { BENCH_IDENTIFIER_HASH_KEYS, BENCH_RAW_LOG_MASTER_KEY, startBenchDatabase, type BenchDatabase } from './bench-database';
 import { batchBody, runLoad, type LoadOptions, type LoadResult } from './load';
@@ -222,38 +222,31 @@ async function benchTier(database: BenchDatabase, env: Record<string, string>, r
 }
 
 function table(tier: string, results: StepResult[]): string {
-  const rows = results.map(
-    (r) =>
-      `| ${r.concurrency} | ${r.requests} | ${Math.round(r.eventsPerSecond).toLocaleString('en')} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.non200} | ` +
-      `${r.gatewayCpuUsPerEvent.toFixed(0)} | ${r.gatewayCores.toFixed(2)} | ${r.stolenCores.toFixed(2)} | ${r.loadAverage.toFixed(1)} |`,
-  );
-  return [
+  const rows = results.map((r) => [
+    String(r.concurrency), String(r.requests), Math.round(r.eventsPerSecond).toLocaleString('en'), r.p50Ms.toFixed(1), r.p99Ms.toFixed(1), String(r.non200),
+    r.gatewayCpuUsPerEvent.toFixed(0), r.gatewayCores.toFixed(2), r.stolenCores.toFixed(2), r.loadAverage.toFixed(1),
+  ]);
+  return markdownTable(
     `#### ${tier}`,
-    '',
-    '| concurrency | requests | events/s accepted | p50 ms | p99 ms | non-200 | gateway CPU µs/event | gateway cores busy | cores stolen by the hypervisor | load avg (1 min) |',
-    '|---|---|---|---|---|---|---|---|---|---|',
-    ...rows,
-    '',
-  ].join('\n');
+    ['concurrency', 'requests', 'events/s accepted', 'p50 ms', 'p99 ms', 'non-200', 'gateway CPU µs/event', 'gateway cores busy', 'cores stolen by the hypervisor', 'load avg (1 min)'],
+    rows,
+  );
 }
 
 /** Ours against the peer, step by step (the two steps ran one after the other, in turn which first, with the same load). */
 function peerTable(tier: string, ours: StepResult[], peer: StepResult[]): string {
   const rows = ours.map((o, i) => {
     const p = peer[i]!;
-    return (
-      `| ${o.concurrency} | ${Math.round(o.eventsPerSecond).toLocaleString('en')} | ${Math.round(p.eventsPerSecond).toLocaleString('en')} | ${(o.eventsPerSecond / p.eventsPerSecond).toFixed(2)} | ` +
-      `${o.p99Ms.toFixed(1)} | ${p.p99Ms.toFixed(1)} | ${o.gatewayCpuUsPerEvent.toFixed(0)} | ${p.gatewayCpuUsPerEvent.toFixed(0)} | ${o.non200} / ${p.non200} |`
-    );
+    return [
+      String(o.concurrency), Math.round(o.eventsPerSecond).toLocaleString('en'), Math.round(p.eventsPerSecond).toLocaleString('en'), (o.eventsPerSecond / p.eventsPerSecond).toFixed(2),
+      o.p99Ms.toFixed(1), p.p99Ms.toFixed(1), o.gatewayCpuUsPerEvent.toFixed(0), p.gatewayCpuUsPerEvent.toFixed(0), `${o.non200} / ${p.non200}`,
+    ];
   });
-  return [
+  return markdownTable(
     `#### ${tier}: against the peer`,
-    '',
-    '| concurrency | ours events/s | peer events/s | ratio | ours p99 ms | peer p99 ms | ours CPU µs/event | peer CPU µs/event | non-200 ours / peer |',
-    '|---|---|---|---|---|---|---|---|---|',
-    ...rows,
-    '',
-  ].join('\n');
+    ['concurrency', 'ours events/s', 'peer events/s', 'ratio', 'ours p99 ms', 'peer p99 ms', 'ours CPU µs/event', 'peer CPU µs/event', 'non-200 ours / peer'],
+    rows,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -20,7 +20,7 @@ import {
   type Db,
 } from '@svc/runtime';
 import { AccountsStore, FailedAuthThrottle, accountsMigrations, rateLimitMigrations } from '@svc/accounts';
-import { writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
+import { markdownTable, writeDocSection } from '@svc/testkit/dist/benchmarks-doc';
 import { bulkLoadIdentity } from '@svc/testkit/dist/bulk-load';
 import { nameValues } from '@svc/testkit/dist/name-values';
 import { cleanUpOnSignals } from '@svc/testkit/dist/processes';
@@ -423,9 +423,9 @@ function get(url: string, agent: http.Agent, key: string, ip: string): Promise<n
 function table(results: Result[], seedSeconds: number, totalSeconds: number, load: readonly [number, number]): string {
   const rows = results.map((r) => {
     const verdict = r.floor === undefined ? '' : r.p99 < r.floor && r.failures === 0 ? `< ${r.floor} ✓` : `< ${r.floor} ✗`;
-    return `| ${r.name} | ${r.requests} | ${r.rate} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.max.toFixed(1)} | ${r.stall.toFixed(0)} | ${r.failures} | ${verdict} |`;
+    return [r.name, String(r.requests), String(r.rate), r.p50.toFixed(2), r.p99.toFixed(2), r.max.toFixed(1), r.stall.toFixed(0), String(r.failures), verdict];
   });
-  return [
+  return markdownTable(
     `_Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench\` (services/profile-api), ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ` +
       `PostgreSQL ${knobs.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}; ${PROFILES.toLocaleString('en')} live profiles (+${MERGED.toLocaleString('en')} merged away), ` +
       `${EVENTS.toLocaleString('en')} events seeded in ${seedSeconds.toFixed(0)} s; API in-process on 127.0.0.1, ${SECONDS} s per route at a fixed rate ` +
@@ -433,15 +433,11 @@ function table(results: Result[], seedSeconds: number, totalSeconds: number, loa
       `1-minute load average ${load[0].toFixed(1)} before and ${load[1].toFixed(1)} after the measurements (the load generator, the API and PostgreSQL share the machine). ` +
       `"Longest event-loop stall" is how long the process once went without running (monitorEventLoopDelay): a p99 near it was set by the machine, not by the route; ` +
       `the baseline row is the same HTTP stack with no authentication and no database._`,
-    '',
-    '| route | requests | req/s | p50 ms | p99 ms | max ms | longest event-loop stall ms | unexpected status | p99 floor |',
-    '|---|---|---|---|---|---|---|---|---|',
-    ...rows,
-    '',
-  ].join('\n');
+    ['route', 'requests', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'longest event-loop stall ms', 'unexpected status', 'p99 floor'],
+    rows,
+  );
 }
 
-/** Replaces the profile-bench section of docs/benchmarks.md (appending the markers when absent), keeping the rest. */
 main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);

@@ -185,14 +185,20 @@ describeWithPostgres('Profiles API admin merge on PostgreSQL', () => {
           : h.envelope(org.orgId, { type: 'track', event: 'viewed', anonymousId: 'cc-laptop', userId: 'cc-user', timestamp: minutesAgo(30 - i / 100), context: { campaign: { source: 's', gclid: `g-${tag}-${i}` } } }),
       );
 
-    it('a merge waits for an ingesting transaction that holds the profile, then moves what it wrote', async () => {
-      const org = await h.org('held');
+    /** A fresh organisation with the two profiles to merge: the anonymous phone (source) and cc-user's (target). */
+    const phoneAndUser = async (name: string) => {
+      const org = await h.org(name);
       await h.ingest([
         h.envelope(org.orgId, { type: 'identify', anonymousId: 'cc-laptop', userId: 'cc-user', timestamp: minutesAgo(40) }),
         h.envelope(org.orgId, { type: 'page', anonymousId: 'cc-phone', timestamp: minutesAgo(39) }),
       ]);
       const source = await h.profileOf(org.orgId, 'anonymous_id', 'cc-phone');
       const target = await h.profileOf(org.orgId, 'user_id', 'cc-user');
+      return { org, source, target };
+    };
+
+    it('a merge waits for an ingesting transaction that holds the profile, then moves what it wrote', async () => {
+      const { org, source, target } = await phoneAndUser('held');
       const trx = await ingestDb.transaction();
       let merging: ReturnType<typeof merge> | undefined;
       try {
@@ -211,13 +217,7 @@ describeWithPostgres('Profiles API admin merge on PostgreSQL', () => {
     });
 
     it('eight batches racing a merge: one survivor with every event, counters that add up', async () => {
-      const org = await h.org('race');
-      await h.ingest([
-        h.envelope(org.orgId, { type: 'identify', anonymousId: 'cc-laptop', userId: 'cc-user', timestamp: minutesAgo(40) }),
-        h.envelope(org.orgId, { type: 'page', anonymousId: 'cc-phone', timestamp: minutesAgo(39) }),
-      ]);
-      const source = await h.profileOf(org.orgId, 'anonymous_id', 'cc-phone');
-      const target = await h.profileOf(org.orgId, 'user_id', 'cc-user');
+      const { org, source, target } = await phoneAndUser('race');
       const batches = Array.from({ length: 8 }, (_, b) => traffic(org, 30, `race${b}`));
       const ingesting = batches.map(async (batch, b) => {
         await new Promise((r) => setTimeout(r, b * 3));

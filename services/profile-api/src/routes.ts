@@ -66,6 +66,10 @@ export function mountProfiles(router: Router, deps: ProfileRoutesDeps): void {
     return value;
   };
   const idOf = (req: Request) => String(req.params.id ?? '');
+  /** A cursor belongs to the stream (or journal) it was issued on; after a merge, that is the survivor's: else 400 `Invalid cursor`. */
+  const checkCursorProfile = async (orgId: string, after: { profileId: string } | undefined, profileId: string): Promise<void> => {
+    if (after && after.profileId !== profileId && (await deps.store.resolve(orgId, after.profileId)) !== profileId) throw new HttpError(400, Messages.invalidCursor);
+  };
 
   r.use(rejectOversizedContentLength(BODY_LIMIT, HINT));
   // Before `/:id`, which would take `erase` for a profile id.
@@ -163,10 +167,7 @@ export function mountProfiles(router: Router, deps: ProfileRoutesDeps): void {
         exactTotal: !onCursorPath || params.preciseTotal,
       }),
     );
-    // A cursor belongs to the stream it was issued on; after a merge, that stream is the survivor's.
-    if (after && after.profileId !== page.profileId && (await deps.store.resolve(key.orgId, after.profileId)) !== page.profileId) {
-      throw new HttpError(400, Messages.invalidCursor);
-    }
+    await checkCursorProfile(key.orgId, after, page.profileId);
     sendJson(res, 200, {
       success: true,
       events: page.events,
@@ -190,10 +191,7 @@ export function mountProfiles(router: Router, deps: ProfileRoutesDeps): void {
     const params = parseMergesParams(req.query);
     const after = params.cursor === undefined ? undefined : deps.cursors.decodeMerges(params.cursor, key.orgId);
     const page = found(await deps.store.merges(key.orgId, idOf(req), { limit: params.limit, before: after?.id }));
-    // A cursor belongs to the journal it was issued on; after a merge, that journal is the survivor's.
-    if (after && after.profileId !== page.profileId && (await deps.store.resolve(key.orgId, after.profileId)) !== page.profileId) {
-      throw new HttpError(400, Messages.invalidCursor);
-    }
+    await checkCursorProfile(key.orgId, after, page.profileId);
     sendJson(res, 200, {
       success: true,
       merges: page.entries,

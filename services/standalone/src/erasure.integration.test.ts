@@ -13,21 +13,15 @@
  * their documented answers.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { busConfigSpec, createBus, prefixedTopics, readToEnd, type Bus } from '@svc/bus';
+import { prefixedTopics, readToEnd, type Bus } from '@svc/bus';
 import { Limits, Messages, type ProfileErased } from '@svc/contracts';
-import { ConnectorStore, resolveSecretKey } from '@svc/conversions';
 import { documentedFetch } from '@svc/openapi';
-import { freePort, loadConfig, type Db } from '@svc/runtime';
+import type { Db } from '@svc/runtime';
 import { AccountsStore } from '@svc/accounts';
-import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEnv, readRawKafkaTopic, runNode, testLogger, type TestDatabase } from '@svc/testkit';
-import { standaloneConfigSpec } from './config';
-import { startStack, type RunningStack } from './stack';
+import { describeWithKafka, describeWithPostgres, kafkaEnv, pollForValue, readRawKafkaTopic, runNode, type TestDatabase } from '@svc/testkit';
+import { startStackWithMeta, type StackWithMeta } from './test-support/stack-with-meta';
 
 const SVCCTL = path.resolve(__dirname, '../../../tools/svcctl/dist/main.js');
 type Tier = 'postgres-log' | 'kafka';
@@ -61,11 +55,10 @@ interface Org {
 }
 
 function erasureSuite(tier: Tier): void {
+  let running: StackWithMeta;
   let t: TestDatabase;
   let dataDir: string;
-  let stack: RunningStack | undefined;
   let bus: Bus;
-  let meta: Server;
   /** What the stand-in for Meta's Conversions API answers. */
   let metaStatus = 200;
   let base: string;
@@ -77,54 +70,32 @@ function erasureSuite(tier: Tier): void {
   let b: Org;
 
   beforeAll(async () => {
-    t = await createTestDatabase();
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-erasure-'));
-    meta = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(metaStatus, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(metaStatus === 200 ? { events_received: 1, fbtrace_id: 'trace' } : { error: { message: 'unavailable', code: 2 } }));
-      });
+    running = await startStackWithMeta(`erasure-${tier}`, {
+      busEnv,
+      env: {
+        // Each request's X-Forwarded-For is its client, so the per-IP limits can be tested one IP at a time.
+        TRUSTED_PROXIES: '127.0.0.1/32',
+        FORWARDER_POLL_INTERVAL_MS: '100',
+        // A refused delivery stays queued (its retry is minutes away): the unsent conversion.
+        FORWARDER_RETRY_BASE_MS: '600000',
+        OUTBOX_RELAY_INTERVAL_MS: '100',
+      },
+      metaStatus: () => metaStatus,
     });
-    await new Promise<void>((resolve) => meta.listen(0, '127.0.0.1', resolve));
-    const port = await freePort();
-    root = `http://127.0.0.1:${port}`;
+    ({ t, dataDir, bus } = running);
+    root = running.stack.url;
     base = `${root}/functions/v1`;
-    const config = loadConfig(standaloneConfigSpec, {
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATABASE_URL: t.url,
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'silent',
-      // Each request's X-Forwarded-For is its client, so the per-IP limits can be tested one IP at a time.
-      TRUSTED_PROXIES: '127.0.0.1/32',
-      FORWARDER_POLL_INTERVAL_MS: '100',
-      // A refused delivery stays queued (its retry is minutes away): the unsent conversion.
-      FORWARDER_RETRY_BASE_MS: '600000',
-      OUTBOX_RELAY_INTERVAL_MS: '100',
-      ...busEnv,
-    });
-    stack = await startStack(config, testLogger(`erasure-${tier}`));
-    bus = await createBus(loadConfig(busConfigSpec, busEnv), { db: t.db, logger: testLogger(`erasure-${tier}-bus`) });
     const accounts = new AccountsStore(t.db);
-    const connectors = new ConnectorStore(t.db, await resolveSecretKey(undefined, dataDir));
-    const metaUrl = `http://127.0.0.1:${(meta.address() as AddressInfo).port}`;
     const org = async (name: string): Promise<Org> => {
       const { id } = await accounts.createOrganization({ name });
       const key = async (type: 'write' | 'read' | 'admin') => (await accounts.createApiKey({ orgId: id, type })).key;
-      await connectors.add({ orgId: id, platform: 'meta', config: { pixel_id: '1234567890', access_token: 'meta-access-token-value', api_base_url: metaUrl } });
+      await running.connectToMeta(id);
       return { orgId: id, keys: { write: await key('write'), read: await key('read'), admin: await key('admin') } };
     };
     [a, b] = [await org('Erasing'), await org('Bystander')];
   }, 180_000);
 
-  afterAll(async () => {
-    await stack?.lifecycle.shutdown('erasure test done');
-    await bus?.close();
-    await new Promise((resolve) => meta?.close(resolve));
-    await t?.drop();
-    await rm(dataDir, { recursive: true, force: true });
-  }, 120_000);
+  afterAll(async () => running?.stop(), 120_000);
 
   const ip = () => `198.51.100.${1 + Math.floor(Math.random() * 250)}`;
   const call = (method: string, route: string, key: string | undefined, body?: unknown, from = ip()) =>
@@ -427,15 +398,7 @@ async function suppressedCount(root: string): Promise<number> {
   return line ? Number(line.trim().split(/\s+/).pop()) : 0;
 }
 
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+const until = <T>(probe: () => Promise<T | undefined>): Promise<T> => pollForValue(probe, { withinMs: 60_000, everyMs: 200 });
 
 describeWithPostgres('erasure end to end, Postgres-backed log', () => erasureSuite('postgres-log'));
 describeWithKafka('erasure end to end, Kafka', () => erasureSuite('kafka'));

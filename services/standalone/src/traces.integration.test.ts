@@ -9,30 +9,20 @@
  * platform, each the child of the one before.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { busConfigSpec, createBus, prefixedTopics, readToEnd, type Bus } from '@svc/bus';
-import { ConnectorStore, resolveSecretKey } from '@svc/conversions';
-import { TRACEPARENT_HEADER, freePort, loadConfig } from '@svc/runtime';
+import { prefixedTopics, readToEnd } from '@svc/bus';
+import { TRACEPARENT_HEADER } from '@svc/runtime';
 import { AccountsStore } from '@svc/accounts';
 import {
-  createTestDatabase,
   describeWithKafka,
   describeWithOtelCollector,
   describeWithPostgres,
   kafkaEnv,
   startOtelCollector,
-  testLogger,
   type ExportedSpan,
   type RunningOtelCollector,
-  type TestDatabase,
 } from '@svc/testkit';
-import { standaloneConfigSpec } from './config';
-import { startStack, type RunningStack } from './stack';
+import { startStackWithMeta, type StackWithMeta } from './test-support/stack-with-meta';
 
 type Tier = 'postgres-log' | 'kafka';
 const SERVER = 2;
@@ -40,12 +30,8 @@ const CLIENT = 3;
 const CONSUMER = 5;
 
 function traceSuite(tier: Tier): void {
-  let t: TestDatabase;
-  let dataDir: string;
-  let stack: RunningStack | undefined;
+  let running: StackWithMeta;
   let collector: RunningOtelCollector;
-  let meta: Server;
-  let bus: Bus;
   let base: string;
   let writeKey: string;
   const prefix = `trace${randomBytes(4).toString('hex')}.`;
@@ -54,43 +40,20 @@ function traceSuite(tier: Tier): void {
 
   beforeAll(async () => {
     collector = await startOtelCollector();
-    t = await createTestDatabase();
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-traces-'));
-    meta = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ events_received: 1, fbtrace_id: 'trace' })));
+    running = await startStackWithMeta(`traces-${tier}`, {
+      busEnv,
+      env: { FORWARDER_POLL_INTERVAL_MS: '100', OUTBOX_RELAY_INTERVAL_MS: '100', OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint },
     });
-    await new Promise<void>((resolve) => meta.listen(0, '127.0.0.1', resolve));
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}/functions/v1`;
-    const config = loadConfig(standaloneConfigSpec, {
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATABASE_URL: t.url,
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'silent',
-      FORWARDER_POLL_INTERVAL_MS: '100',
-      OUTBOX_RELAY_INTERVAL_MS: '100',
-      OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
-      ...busEnv,
-    });
-    stack = await startStack(config, testLogger(`traces-${tier}`));
-    bus = await createBus(loadConfig(busConfigSpec, busEnv), { db: t.db, logger: testLogger(`traces-${tier}-bus`) });
-    const accounts = new AccountsStore(t.db);
+    base = `${running.stack.url}/functions/v1`;
+    const accounts = new AccountsStore(running.t.db);
     const { id } = await accounts.createOrganization({ name: 'Traced' });
     writeKey = (await accounts.createApiKey({ orgId: id, type: 'write' })).key;
-    const connectors = new ConnectorStore(t.db, await resolveSecretKey(undefined, dataDir));
-    const metaUrl = `http://127.0.0.1:${(meta.address() as AddressInfo).port}`;
-    await connectors.add({ orgId: id, platform: 'meta', config: { pixel_id: '1234567890', access_token: 'meta-access-token-value', api_base_url: metaUrl } });
+    await running.connectToMeta(id);
   }, 180_000);
 
   afterAll(async () => {
-    await stack?.lifecycle.shutdown('traces test done');
-    await bus?.close();
-    if (meta) await new Promise((resolve) => meta.close(resolve));
+    await running?.stop();
     await collector?.stop();
-    await t?.drop();
-    await rm(dataDir, { recursive: true, force: true });
   }, 120_000);
 
   it('one batch with the client’s traceparent is one trace: request, resolution, candidate, delivery, each the child of the one before', async () => {
@@ -130,7 +93,7 @@ function traceSuite(tier: Tier): void {
   it('the context rides in the headers of the raw log’s and the candidates’ messages, on this tier', async () => {
     for (const topic of [topics.eventsRaw, topics.conversionsCandidates]) {
       const headers: Array<Record<string, string>> = [];
-      await readToEnd(bus, topic, async (messages) => void headers.push(...messages.map((m) => m.headers)));
+      await readToEnd(running.bus, topic, async (messages) => void headers.push(...messages.map((m) => m.headers)));
       expect(headers.length).toBeGreaterThan(0);
       for (const h of headers) expect(h[TRACEPARENT_HEADER]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
     }

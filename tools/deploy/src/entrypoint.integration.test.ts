@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { Kafka, logLevel } from 'kafkajs';
 import { freePort, pendingMigrations } from '@svc/runtime';
 import { allMigrations } from '@svc/standalone';
-import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, kafkaEnv, runNode, waitReady, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEndpoints, kafkaEnv, runNode, testDatabaseForSuite, waitReady } from '@svc/testkit';
 
 /** The built entrypoint, run as the image runs it: `node entrypoint.js <command> [args]`. */
 const ENTRYPOINT = path.resolve(__dirname, '../dist/entrypoint.js');
@@ -44,11 +44,7 @@ describe('entrypoint without a database', () => {
 });
 
 describeWithPostgres('entrypoint on PostgreSQL', () => {
-  let t: TestDatabase;
-  beforeAll(async () => {
-    t = await createTestDatabase(); // empty: the commands below build its schema
-  });
-  afterAll(() => t.drop());
+  const t = testDatabaseForSuite(); // empty: the commands below build its schema
 
   it('a service refuses to start on an unmigrated database, says why, and starts once migrate has run', async () => {
     const port = await freePort();
@@ -123,11 +119,7 @@ describeWithPostgres('entrypoint on PostgreSQL', () => {
 });
 
 describeWithKafka('entrypoint topics on Kafka', () => {
-  let t: TestDatabase;
-  beforeAll(async () => {
-    t = await createTestDatabase();
-  });
-  afterAll(() => t.drop());
+  const t = testDatabaseForSuite();
 
   it('two at once both succeed: every topic exists with its partitions, its schema registered', async () => {
     const { brokers, registryUrl } = kafkaEndpoints();

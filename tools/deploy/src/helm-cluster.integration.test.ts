@@ -20,13 +20,13 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { buildOpenApiDocument, documentedApiRequests } from '@svc/openapi';
 import { createDb, freePort, type Db } from '@svc/runtime';
 import { AccountsStore } from '@svc/accounts';
 import { startLoad, unacknowledgedAnswers, type LoadResult } from '@svc/testkit';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { edgeClient } from './smoke-test';
 import { ROOT, buildImages, deployTools, describeWhenPresent, missingPrograms, run, runOk, type DeployTools } from './test-support/deployment';
+import { answersToEveryDocumentedOperation } from './test-support/documented-operations';
 
 const KUBE_SH = path.join(ROOT, 'infra/local/kube.sh');
 const CHART = path.join(ROOT, 'infra/helm/svc');
@@ -108,11 +108,7 @@ describeWhenPresent('the Helm chart on a real Kubernetes cluster', missingProgra
   }, 7 * 60_000);
 
   it('every operation of the OpenAPI document answers through the Ingress: none is a 404', async () => {
-    const answers: string[] = [];
-    for (const r of documentedApiRequests(buildOpenApiDocument())) {
-      const { status } = await ingress(r.method, r.path.slice('/functions/v1'.length), 'uk_live_not_a_key', r.method === 'GET' ? undefined : {});
-      answers.push(`${r.method} ${r.documented} ${status}`);
-    }
+    const answers = await answersToEveryDocumentedOperation(ingress);
     expect(answers.filter((a) => a.endsWith(' 404'))).toEqual([]);
     // The Segment-compatible routes: /batch and /b, and each of the six types by name and by first letter.
     expect(answers.filter((a) => a.includes('/segment/'))).toHaveLength(14);

@@ -6,7 +6,7 @@ import { IdentifierHashes, MasterKeyRing, identityMigrations, privacyMigrations 
 import { startResolver, type RunningResolver } from '@svc/identity-resolver';
 import { loadConfig, type Db } from '@svc/runtime';
 import { AccountsStore, accountsMigrations } from '@svc/accounts';
-import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEnv, testLogger, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, describeWithKafka, describeWithPostgres, kafkaEnv, pollForValue, testLogger, type TestDatabase } from '@svc/testkit';
 import { ok, svcctl } from './test-support/run';
 
 /**
@@ -102,15 +102,7 @@ function dlqSuite(tier: 'postgres-log' | 'kafka'): void {
 
 const stored = async (db: Db, orgId: string): Promise<number> => Number((await db('identity.events').where({ org_id: orgId }).count<Array<{ n: string }>>({ n: '*' }))[0]?.n ?? 0);
 
-async function until<T>(probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-  }
-}
+const until = <T>(probe: () => Promise<T | undefined>): Promise<T> => pollForValue(probe, { withinMs: 30_000, everyMs: 300 });
 
 describeWithPostgres('svcctl dlq, Postgres-backed log', () => dlqSuite('postgres-log'));
 describeWithKafka('svcctl dlq, Kafka', () => dlqSuite('kafka'));

@@ -1,16 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { expect, it } from '@jest/globals';
 import { createPostgresLogBus, prefixedTopics } from '@svc/bus';
 import type { RawEventEnvelope } from '@svc/contracts';
-import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
+import { describeWithPostgres, testDatabaseForSuite } from '@svc/testkit';
 import { ok } from './test-support/run';
 
 describeWithPostgres('svcctl replay', () => {
-  let t: TestDatabase;
-  beforeAll(async () => {
-    t = await createTestDatabase();
-  });
-  afterAll(() => t.drop());
+  const t = testDatabaseForSuite();
 
   it('rebuilds the projections from the log the services wrote (here with no resolver running at all)', async () => {
     const prefix = `replay${Date.now()}.`;

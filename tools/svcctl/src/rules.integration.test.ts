@@ -2,25 +2,18 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
-import { ok as okArgs, svcctl as run } from './test-support/run';
-
-const ok = (url: string, ...args: string[]) => okArgs(url, args);
-const svcctl = (url: string, ...args: string[]) => run(url, args);
+import { describeWithPostgres, testDatabaseForSuite } from '@svc/testkit';
+import { ok, svcctl } from './test-support/run';
 
 describeWithPostgres('svcctl rules', () => {
-  let t: TestDatabase;
+  const t = testDatabaseForSuite();
   let dir: string;
   let org: string;
   beforeAll(async () => {
-    t = await createTestDatabase();
     dir = await mkdtemp(path.join(tmpdir(), 'svcctl-rules-'));
-    org = String((await ok(t.url, 'org', 'create', '--name', 'Rules Ltd')).id);
+    org = String((await ok(t.url, ['org', 'create', '--name', 'Rules Ltd'])).id);
   });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-    await t.drop();
-  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
 
   const file = async (name: string, content: unknown) => {
     const p = path.join(dir, name);
@@ -30,7 +23,7 @@ describeWithPostgres('svcctl rules', () => {
   const stored = async () => (await t.db.raw('select org_id, rules from identity.engagement_rules order by org_id')).rows as unknown[];
 
   it('shows the default rule set, stores a valid file and shows it back', async () => {
-    expect(await ok(t.url, 'rules', 'show', '--org', org)).toEqual({
+    expect(await ok(t.url, ['rules', 'show', '--org', org])).toEqual({
       org_id: org,
       configured: false,
       rules: { version: 1, rules: [], decay: null },
@@ -46,7 +39,7 @@ describeWithPostgres('svcctl rules', () => {
       ],
       decay: { half_life_days: 30 },
     });
-    const set = await ok(t.url, 'rules', 'set', '--org', org, '--file', rules);
+    const set = await ok(t.url, ['rules', 'set', '--org', org, '--file', rules]);
     expect(set).toEqual({
       org_id: org,
       configured: true,
@@ -61,14 +54,14 @@ describeWithPostgres('svcctl rules', () => {
       },
       updated_at: expect.any(String),
     });
-    expect(await ok(t.url, 'rules', 'show', '--org', org)).toEqual(set);
+    expect(await ok(t.url, ['rules', 'show', '--org', org])).toEqual(set);
     expect((await t.db('identity.engagement_rules').where({ org_id: org }).first()).half_life_days).toBe(30);
 
     // Replacing: the new document wins entirely.
-    const replaced = await ok(t.url, 'rules', 'set', '--org', org, '--file', await file('v2.json', { version: 1, rules: [{ event: 'login', points: 1 }] }));
+    const replaced = await ok(t.url, ['rules', 'set', '--org', org, '--file', await file('v2.json', { version: 1, rules: [{ event: 'login', points: 1 }] })]);
     expect(replaced).toMatchObject({ configured: true, rules: { version: 1, rules: [{ event: 'login', points: 1, where: [] }], decay: null } });
     expect(Date.parse(String(replaced.updated_at))).toBeGreaterThanOrEqual(Date.parse(String(set.updated_at)));
-    expect(await ok(t.url, 'rules', 'show', '--org', org)).toEqual(replaced);
+    expect(await ok(t.url, ['rules', 'show', '--org', org])).toEqual(replaced);
   });
 
   it('an invalid file: every problem listed, exit 1, nothing stored', async () => {
@@ -82,7 +75,7 @@ describeWithPostgres('svcctl rules', () => {
       ],
       decay: { half_life_days: 0 },
     });
-    const run = await svcctl(t.url, 'rules', 'set', '--org', org, '--file', bad);
+    const run = await svcctl(t.url, ['rules', 'set', '--org', org, '--file', bad]);
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     const problems = [
@@ -114,7 +107,7 @@ describeWithPostgres('svcctl rules', () => {
       else if (a.startsWith('FILE:')) args.push((fileName = await file(`f${Math.random().toString(36).slice(2)}.json`, a.slice(5))));
       else args.push(a);
     }
-    const run = await svcctl(t.url, 'rules', 'set', ...args);
+    const run = await svcctl(t.url, ['rules', 'set', ...args]);
     expect(run.code).toBe(code);
     expect(run.stdout).toBe('');
     expect(JSON.parse(run.stderr).error.replace(fileName || '\u0000', 'FILE')).toMatch(message);
@@ -122,7 +115,7 @@ describeWithPostgres('svcctl rules', () => {
   });
 
   it('rules show of an unknown organisation fails', async () => {
-    const run = await svcctl(t.url, 'rules', 'show', '--org', orgless);
+    const run = await svcctl(t.url, ['rules', 'show', '--org', orgless]);
     expect(run.code).toBe(1);
     expect(JSON.parse(run.stderr).error).toMatch(/organization .* not found/);
   });
@@ -131,27 +124,27 @@ describeWithPostgres('svcctl rules', () => {
     const storedIdentity = async () => (await t.db.raw('select org_id, rules from identity.identity_rules order by org_id')).rows as unknown[];
 
     it('shows the defaults, stores a valid file and shows it back', async () => {
-      expect(await ok(t.url, 'identity-rules', 'show', '--org', org)).toEqual({
+      expect(await ok(t.url, ['identity-rules', 'show', '--org', org])).toEqual({
         org_id: org,
         configured: false,
         rules: { version: 1, phone: { default_region: null }, limits: {}, blocked: [], priority: ['email', 'phone', 'anonymous_id'] },
         updated_at: null,
       });
       const doc = { version: 1, phone: { default_region: 'GB' }, limits: { email: 5 }, blocked: [{ type: 'email', value: 'Support@Acme.io' }], priority: ['phone', 'email', 'anonymous_id'] };
-      const set = await ok(t.url, 'identity-rules', 'set', '--org', org, '--file', await file('identity.json', doc));
+      const set = await ok(t.url, ['identity-rules', 'set', '--org', org, '--file', await file('identity.json', doc)]);
       expect(set).toEqual({
         org_id: org,
         configured: true,
         rules: { ...doc, blocked: [{ type: 'email', value: 'support@acme.io' }] },
         updated_at: expect.any(String),
       });
-      expect(await ok(t.url, 'identity-rules', 'show', '--org', org)).toEqual(set);
+      expect(await ok(t.url, ['identity-rules', 'show', '--org', org])).toEqual(set);
     });
 
     it('an invalid file: every problem listed, exit 1, nothing stored', async () => {
       const before = await storedIdentity();
       const bad = await file('identity-bad.json', { version: 2, phone: { default_region: 'UK' } });
-      const run = await svcctl(t.url, 'identity-rules', 'set', '--org', org, '--file', bad);
+      const run = await svcctl(t.url, ['identity-rules', 'set', '--org', org, '--file', bad]);
       expect(run.code).toBe(1);
       expect(run.stdout).toBe('');
       const problems = ['$.version: must be 1', '$.phone.default_region: must be a country as an ISO 3166-1 alpha-2 code in capitals (GB, DE, IN, US), or null'];
@@ -164,7 +157,7 @@ describeWithPostgres('svcctl rules', () => {
       ['show', []],
     ])('identity-rules %s of an unknown organisation fails', async (verb, extra) => {
       const args = await Promise.all(extra.map(async (a) => (a === 'FILE' ? file('identity-ok.json', { version: 1 }) : a)));
-      const run = await svcctl(t.url, 'identity-rules', verb, '--org', orgless, ...args);
+      const run = await svcctl(t.url, ['identity-rules', verb, '--org', orgless, ...args]);
       expect(run.code).toBe(1);
       expect(JSON.parse(run.stderr).error).toMatch(/organization .* not found/);
     });

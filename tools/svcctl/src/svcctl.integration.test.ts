@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
+import { expect, it } from '@jest/globals';
+import { describeWithPostgres, testDatabaseForSuite } from '@svc/testkit';
 import { ok, svcctl } from './test-support/run';
 
 describeWithPostgres('svcctl against PostgreSQL', () => {
-  let t: TestDatabase;
-  beforeAll(async () => {
-    t = await createTestDatabase();
-  });
-  afterAll(() => t.drop());
+  const t = testDatabaseForSuite();
 
   it('creates organisations and keys of every type, revokes and rotates them', async () => {
     expect(await ok(t.url, ['migrate'])).toHaveProperty('applied');

@@ -1,19 +1,15 @@
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
+import { beforeAll, expect, it } from '@jest/globals';
 import { recordWarnings } from '@svc/identity';
-import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
-import { ok as okArgs, svcctl as run } from './test-support/run';
-
-const ok = (url: string, ...args: string[]) => okArgs(url, args);
-const svcctl = (url: string, ...args: string[]) => run(url, args);
+import { describeWithPostgres, testDatabaseForSuite } from '@svc/testkit';
+import { ok, svcctl } from './test-support/run';
 
 describeWithPostgres('svcctl warnings', () => {
-  let t: TestDatabase;
+  const t = testDatabaseForSuite();
   let org: string;
   let other: string;
   beforeAll(async () => {
-    t = await createTestDatabase();
-    org = String((await ok(t.url, 'org', 'create', '--name', 'Warned Ltd')).id);
-    other = String((await ok(t.url, 'org', 'create', '--name', 'Other Ltd')).id);
+    org = String((await ok(t.url, ['org', 'create', '--name', 'Warned Ltd'])).id);
+    other = String((await ok(t.url, ['org', 'create', '--name', 'Other Ltd'])).id);
     await recordWarnings(t.db, [
       { orgId: org, kind: 'unreadable_phone', messageId: 'm-1', detail: null },
       { orgId: org, kind: 'soft_cap', messageId: 'm-2', detail: 'properties: too_deep' },
@@ -21,10 +17,9 @@ describeWithPostgres('svcctl warnings', () => {
       { orgId: other, kind: 'timestamp_clamped', messageId: 'x-1', detail: '2099-01-01T00:00:00.000Z' },
     ]);
   });
-  afterAll(() => t.drop());
 
   it('counts by kind and lists the newest first, of the organisation only', async () => {
-    const report = await ok(t.url, 'warnings', '--org', org);
+    const report = await ok(t.url, ['warnings', '--org', org]);
     expect(report).toEqual({
       org_id: org,
       counts: [
@@ -40,7 +35,7 @@ describeWithPostgres('svcctl warnings', () => {
   });
 
   it('filters by kind and limits', async () => {
-    const report = await ok(t.url, 'warnings', '--org', org, '--kind', 'soft_cap', '--limit', '1');
+    const report = await ok(t.url, ['warnings', '--org', org, '--kind', 'soft_cap', '--limit', '1']);
     expect((report.warnings as Array<{ message_id: string }>).map((w) => w.message_id)).toEqual(['m-3']);
   });
 
@@ -50,7 +45,7 @@ describeWithPostgres('svcctl warnings', () => {
     ['an unknown organisation', ['--org', '00000000-0000-4000-8000-000000000000'], 1, /organization .* not found/],
   ] as Array<[string, string[], number, RegExp]>)('%s: JSON error, exit %d', async (_, extra, code, message) => {
     const args = extra.includes('--org') ? extra : ['--org', org, ...extra];
-    const result = await svcctl(t.url, 'warnings', ...args);
+    const result = await svcctl(t.url, ['warnings', ...args]);
     expect(result.code).toBe(code);
     expect(result.stdout).toBe('');
     expect(JSON.parse(result.stderr).error).toMatch(message);

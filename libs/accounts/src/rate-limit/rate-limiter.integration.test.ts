@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from '@jest/globals';
 import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
 import { rateLimitMigrations } from './migrations';
-import { PostgresRateLimiter } from './rate-limiter';
+import { PostgresRateLimiter, type RateLimitRule } from './rate-limiter';
 
 describeWithPostgres('PostgresRateLimiter', () => {
   let t: TestDatabase;
@@ -10,13 +10,16 @@ describeWithPostgres('PostgresRateLimiter', () => {
   });
   afterAll(() => t.drop());
 
+  /** The two buckets one hit counts against at once, as a per-IP and a per-organisation rule would be. */
+  const ipAndOrgRules = (name: string, ipLimit: number, orgLimit: number): RateLimitRule[] => [
+    { bucket: `ip:${name}`, limit: ipLimit },
+    { bucket: `org:${name}`, limit: orgLimit },
+  ];
+
   it('counts fixed one-minute windows per bucket and says when each window ends', async () => {
     const limiter = new PostgresRateLimiter(t.db);
     const at = new Date('2026-11-21T10:00:15.000Z');
-    const rules = [
-      { bucket: 'ip:a', limit: 2 },
-      { bucket: 'org:a', limit: 3 },
-    ];
+    const rules = ipAndOrgRules('a', 2, 3);
     const verdicts = [];
     for (let i = 0; i < 4; i++) verdicts.push(await limiter.hit(rules, at));
     expect(verdicts.map((v) => v.map((x) => x.allowed))).toEqual([
@@ -44,10 +47,7 @@ describeWithPostgres('PostgresRateLimiter', () => {
   it('hitIf: counts and judges as hit while the condition holds; counts nothing and says so when it does not', async () => {
     const limiter = new PostgresRateLimiter(t.db);
     const at = new Date('2026-11-21T12:00:30.000Z');
-    const rules = [
-      { bucket: 'cond:ip', limit: 1 },
-      { bucket: 'cond:org', limit: 5 },
-    ];
+    const rules = ipAndOrgRules('cond', 1, 5);
     const holds = { sql: 'select 1 where ?::text = ?::text', bindings: ['a', 'a'] };
     const fails = { sql: 'select 1 where ?::text = ?::text', bindings: ['a', 'b'] };
     const first = await limiter.hitIf(rules, holds, at);

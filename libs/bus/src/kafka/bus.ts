@@ -2,7 +2,7 @@ import { CompressionTypes, type Admin, type Kafka, type KafkaMessage } from 'kaf
 import type { TopicSpec } from '@svc/contracts';
 import { deadLetterMessage, deadLetterTopicFor } from '../dead-letters';
 import type { BatchHandler, Bus, OutgoingMessage, ProduceResult, SubscribeOptions, Subscription } from '../port';
-import { checkedGather, silentLogger, type BusLogger } from '../shared';
+import { checkedSubscribeOptions, silentLogger, subscriptionOf, type BusLogger } from '../shared';
 import { assertAllValid, partitionFor } from '../validate';
 import { createKafka, shortRetry, Sockets } from './client';
 import { Codec } from './codec';
@@ -100,10 +100,7 @@ class KafkaBusImpl implements KafkaBus {
 
   async subscribe<T>(options: SubscribeOptions<T>): Promise<Subscription> {
     this.assertOpen();
-    if (options.topics.length === 0) throw new Error('subscribe: no topics given');
-    const maxBatchSize = options.maxBatchSize ?? 100;
-    if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) throw new RangeError(`subscribe: invalid maxBatchSize ${maxBatchSize}`);
-    const gather = checkedGather(options.gather);
+    const { maxBatchSize, gather } = checkedSubscribeOptions(options);
     // Creates missing topics, but registers no schema: a reader must not add versions to a writer's subject.
     await guard('ensure topics', Promise.all(options.topics.map((t) => this.topics.ensure(t, false))), this.timeoutMs);
     const sub = new KafkaSubscription({
@@ -130,14 +127,7 @@ class KafkaBusImpl implements KafkaBus {
       this.subscriptions.delete(sub);
       throw err;
     }
-    return {
-      pause: () => sub.pause(),
-      resume: () => sub.resume(),
-      stop: async () => {
-        await sub.stop();
-        this.subscriptions.delete(sub);
-      },
-    };
+    return subscriptionOf(sub, this.subscriptions);
   }
 
   async endOffsets(topic: TopicSpec): Promise<string[]> {

@@ -1,46 +1,48 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { PauseControl } from './pauses';
 
+type TopicPartitions = { topic: string; partitions?: number[] };
+type TopicState = { pauseAll: boolean; paused: Set<number>; resumed: Set<number> };
+
 /**
  * kafkajs's per-topic pause state (consumer/subscriptionState.js), reduced to
  * what decides whether a partition is fetched: a topic-wide pause and a
  * partition-level one overwrite each other there.
  */
 class KafkajsPauseState {
-  private readonly states = new Map<string, { pauseAll: boolean; paused: Set<number>; resumed: Set<number> }>();
-  private state(topic: string) {
+  private readonly states = new Map<string, TopicState>();
+  private state(topic: string): TopicState {
     let s = this.states.get(topic);
     if (!s) this.states.set(topic, (s = { pauseAll: false, paused: new Set(), resumed: new Set() }));
     return s;
   }
-  pause(tps: Array<{ topic: string; partitions?: number[] }>): void {
-    for (const { topic, partitions } of tps) {
-      const s = this.state(topic);
-      if (!partitions) {
-        s.paused.clear();
-        s.resumed.clear();
-        s.pauseAll = true;
-      } else {
-        for (const p of partitions) {
-          s.paused.add(p);
-          s.resumed.delete(p);
-        }
-        s.pauseAll = false;
+  pause(tps: TopicPartitions[]): void {
+    this.update(tps, true, (s, partitions) => {
+      for (const p of partitions) {
+        s.paused.add(p);
+        s.resumed.delete(p);
       }
-    }
+      s.pauseAll = false;
+    });
   }
-  resume(tps: Array<{ topic: string; partitions?: number[] }>): void {
+  resume(tps: TopicPartitions[]): void {
+    this.update(tps, false, (s, partitions) => {
+      for (const p of partitions) {
+        s.paused.delete(p);
+        if (s.pauseAll) s.resumed.add(p);
+      }
+    });
+  }
+  /** What pause and resume share: a whole-topic call drops the topic's partition-level state and sets `pauseAll`. */
+  private update(tps: TopicPartitions[], pauseAll: boolean, onPartitions: (s: TopicState, partitions: number[]) => void): void {
     for (const { topic, partitions } of tps) {
       const s = this.state(topic);
-      if (!partitions) {
+      if (partitions) {
+        onPartitions(s, partitions);
+      } else {
         s.paused.clear();
         s.resumed.clear();
-        s.pauseAll = false;
-      } else {
-        for (const p of partitions) {
-          s.paused.delete(p);
-          if (s.pauseAll) s.resumed.add(p);
-        }
+        s.pauseAll = pauseAll;
       }
     }
   }

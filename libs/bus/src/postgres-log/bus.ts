@@ -7,7 +7,7 @@ import { BusUnavailableError } from '../errors';
 import type { BatchHandler, Bus, OutgoingMessage, ProduceResult, SubscribeOptions, Subscription } from '../port';
 import { assertAllValid } from '../validate';
 import { isUnavailable, openSession, sessionConfig } from './connection';
-import { checkedGather, silentLogger, withDeadline, type BusLogger } from '../shared';
+import { checkedSubscribeOptions, silentLogger, subscriptionOf, withDeadline, type BusLogger } from '../shared';
 import { PostgresLogConsumer } from './consumer';
 import { Listener } from './listener';
 import { AppendLane } from './append-lane';
@@ -113,8 +113,7 @@ class PgLogBus implements PostgresLogBus {
 
   async subscribe<T>(options: SubscribeOptions<T>): Promise<Subscription> {
     this.assertOpen();
-    if (options.topics.length === 0) throw new Error('subscribe: no topics given');
-    const gather = checkedGather(options.gather);
+    const { maxBatchSize, gather } = checkedSubscribeOptions(options);
     await this.ensureTopics(options.topics);
     const memberId = `${this.instanceId}/${++this.members}`;
     const consumer = new PostgresLogConsumer({
@@ -123,7 +122,7 @@ class PgLogBus implements PostgresLogBus {
       topics: options.topics,
       // Safe: every value is checked against its topic's schema before the handler sees it.
       handler: options.handler as BatchHandler<unknown>,
-      maxBatchSize: options.maxBatchSize ?? 100,
+      maxBatchSize,
       gather,
       fromBeginning: options.fromBeginning ?? true,
       pollFallbackMs: this.o.pollFallbackMs ?? 1_000,
@@ -137,14 +136,7 @@ class PgLogBus implements PostgresLogBus {
     // Its connection attempts are bounded by the session connect timeout instead.
     await this.guard(`subscribe ${options.groupId}`, consumer.start(), false);
     this.consumers.add(consumer);
-    return {
-      pause: () => consumer.pause(),
-      resume: () => consumer.resume(),
-      stop: async () => {
-        await consumer.stop();
-        this.consumers.delete(consumer);
-      },
-    };
+    return subscriptionOf(consumer, this.consumers);
   }
 
   async endOffsets(topic: TopicSpec): Promise<string[]> {
@@ -161,17 +153,18 @@ class PgLogBus implements PostgresLogBus {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    this.closed = true;
-    clearInterval(this.sweepTimer);
-    await Promise.all([...this.consumers].map((c) => c.stop()));
-    this.consumers.clear();
-    await this.listener.close();
+    await this.shutDown((c) => c.stop());
   }
 
   async simulateCrash(): Promise<void> {
+    await this.shutDown((c) => c.crash());
+  }
+
+  /** Stops the sweeps, each consumer by `end` (a clean stop, or a crash), and the listener. */
+  private async shutDown(end: (consumer: PostgresLogConsumer) => Promise<void>): Promise<void> {
     this.closed = true;
     clearInterval(this.sweepTimer);
-    await Promise.all([...this.consumers].map((c) => c.crash()));
+    await Promise.all([...this.consumers].map(end));
     this.consumers.clear();
     await this.listener.close();
   }

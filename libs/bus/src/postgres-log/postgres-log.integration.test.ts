@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import type pg from 'pg';
 import type { TopicSpec } from '@svc/contracts';
 import { createDb, freePort, type Db } from '@svc/runtime';
-import { createTestDatabase, describeWithPostgres, waitFor, type TestDatabase } from '@svc/testkit';
+import { Gates, createTestDatabase, describeWithPostgres, waitFor, type TestDatabase } from '@svc/testkit';
 import { runBusContract } from '../contract.suite';
 import { BusUnavailableError } from '../errors';
 import type { IncomingMessage, OutgoingMessage } from '../port';
@@ -38,15 +38,10 @@ describeWithPostgres('Postgres log bus', () => {
       buses.push(bus);
       return bus;
     };
-    const gates: Array<() => void> = [];
-    const gate = () => {
-      const d = deferred();
-      gates.push(d.resolve);
-      return d;
-    };
+    const gates = new Gates();
+    const gate = () => gates.gate();
     afterEach(async () => {
-      // A failed test must not leave a handler blocked, or close() would wait for it forever.
-      for (const open of gates.splice(0)) open();
+      gates.releaseAll();
       for (const bus of buses.splice(0)) await bus.close();
       for (const db of extraDbs.splice(0)) await db.destroy();
     });
@@ -312,8 +307,3 @@ async function appendUnchecked(db: Db, topic: TopicSpec, messages: OutgoingMessa
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i);
 
-function deferred(): { promise: Promise<void>; resolve(): void } {
-  let resolve = () => {};
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, expect, it } from '@jest/globals';
-import { createTestDatabase, describeWithPostgres, type TestDatabase } from '@svc/testkit';
+import { expect, it } from '@jest/globals';
+import { describeWithPostgres, testDatabaseForSuite } from '@svc/testkit';
 import { runMigrations, type MigrationSet } from './migrations';
 import { pendingMigrations } from './pending-migrations';
 
@@ -9,11 +9,7 @@ const set = (schema: string, names: string[]): MigrationSet => ({
 });
 
 describeWithPostgres('pendingMigrations', () => {
-  let t: TestDatabase;
-  beforeAll(async () => {
-    t = await createTestDatabase();
-  });
-  afterAll(() => t.drop());
+  const t = testDatabaseForSuite();
 
   it('names every migration of a fresh database, in order, schema by schema', async () => {
     const sets = [set('pending_a', ['002_b', '001_a']), set('pending_b', ['001_x'])];

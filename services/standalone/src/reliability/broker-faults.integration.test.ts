@@ -266,6 +266,17 @@ describeWithKafka('broker faults under load: nothing acknowledged is lost or sto
     return p;
   }
 
+  /**
+   * A scenario's outcome: what every scenario must show (problemsOf), then
+   * what this one must show too (`ownProblems`), goes into its figures for
+   * the report; the test fails on any.
+   */
+  async function judge(run: Run, ownProblems: string[] = []): Promise<void> {
+    run.figures.failures = [...(await problemsOf(run)), ...ownProblems];
+    figures.push(run.figures);
+    expect(run.figures.failures).toEqual([]);
+  }
+
   it('the verification detects an acknowledged event that is not stored, and usage above the rows stored', async () => {
     // One stored row of an acknowledged event deleted (its usage left as it was) must show up
     // as exactly that event lost and as usage one above the rows: the checks above can fail.
@@ -350,9 +361,7 @@ describeWithKafka('broker faults under load: nothing acknowledged is lost or sto
         },
         12,
       );
-      run.figures.failures = await problemsOf(run);
-      figures.push(run.figures);
-      expect(run.figures.failures).toEqual([]);
+      await judge(run);
     },
     180_000,
   );
@@ -385,9 +394,7 @@ describeWithKafka('broker faults under load: nothing acknowledged is lost or sto
         },
         8,
       );
-      run.figures.failures = await problemsOf(run);
-      figures.push(run.figures);
-      expect(run.figures.failures).toEqual([]);
+      await judge(run);
     },
     240_000,
   );
@@ -438,7 +445,7 @@ describeWithKafka('broker faults under load: nothing acknowledged is lost or sto
         },
         10,
       );
-      const problems = await problemsOf(run);
+      const problems: string[] = [];
       // While only one broker was up: requests that started after both were confirmed down and
       // ended before the first restart began. Each must be a 503 with Retry-After: none acknowledged anything.
       const inside = within(run.result.records, downConfirmed, restartBegan);
@@ -447,9 +454,7 @@ describeWithKafka('broker faults under load: nothing acknowledged is lost or sto
       if (wrong.length) problems.push(`while only one broker was up, ${wrong.length} of ${inside.length} answers were not 503 with Retry-After (${unacknowledgedAnswers(wrong, 1).join('')})`);
       if (!firstOkAfter) problems.push('no 200 within 30 s of the restarts');
       run.figures.story += ` ${inside.length} requests started and ended while only one broker was up: ${inside.length - wrong.length} of them answered 503 with Retry-After.`;
-      run.figures.failures = problems;
-      figures.push(run.figures);
-      expect(problems).toEqual([]);
+      await judge(run, problems);
     },
     240_000,
   );
@@ -498,14 +503,12 @@ describeWithKafka('broker faults under load: nothing acknowledged is lost or sto
         },
         20,
       );
-      const problems = await problemsOf(run);
+      const problems: string[] = [];
       if (victimPartitions.length === 0) problems.push('the killed resolver had handled no partition of the raw topic');
       const orphans = victimPartitions.filter((p) => !covered.has(p));
       if (orphans.length) problems.push(`partitions ${orphans.join(', ')} of the killed resolver were not taken over within 45 s`);
       if (run.figures.recoverySeconds === null) problems.push('the lag never fell under 2 s');
-      run.figures.failures = problems;
-      figures.push(run.figures);
-      expect(problems).toEqual([]);
+      await judge(run, problems);
     },
     240_000,
   );

@@ -14,11 +14,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, it } from '@jest/globals';
 import { chromium, type Browser } from 'playwright-core';
 import { freePort, loadConfig } from '@svc/runtime';
 import { AccountsStore } from '@svc/accounts';
-import { createTestDatabase, missingReason, testLogger, type TestDatabase } from '@svc/testkit';
+import { createTestDatabase, describeUnlessMissing, infraRequired, missingReason, testLogger, type TestDatabase } from '@svc/testkit';
 import { standaloneConfigSpec } from '../config';
 import { startStack, type RunningStack } from '../stack';
 import { FixtureRelay } from './fixture-relay';
@@ -113,18 +112,7 @@ function missingInfrastructure(): string[] {
 /** `describe` for end-to-end suites: skips loudly without its infrastructure, or fails under REQUIRE_INFRA=1. */
 export function describeEndToEnd(name: string, body: () => void): void {
   const missing = missingInfrastructure();
-  if (missing.length === 0) {
-    describe(name, body);
-  } else if (process.env.REQUIRE_INFRA === '1') {
-    describe(name, () => {
-      it('needs its infrastructure', () => {
-        throw new Error(`REQUIRE_INFRA=1 and: ${missing.join('; ')}`);
-      });
-    });
-  } else {
-    console.warn(`\n\n*** The end-to-end suite "${name}" is SKIPPED: ${missing.join('; ')}\n`);
-    describe.skip(`${name} [skipped: ${missing.join('; ')}]`, body);
-  }
+  describeUnlessMissing(name, missing.length === 0 ? undefined : missing.join('; '), body, infraRequired());
 }
 
 export interface EndToEnd {

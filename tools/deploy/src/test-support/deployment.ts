@@ -6,8 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { describe, it } from '@jest/globals';
-import { isExecutable } from '@svc/testkit';
+import { describeUnlessMissing, infraRequired, isExecutable } from '@svc/testkit';
 
 export const ROOT = path.resolve(__dirname, '../../../..');
 const INFRA = path.join(ROOT, 'infra/local');
@@ -75,19 +74,6 @@ export function missingPrograms(programs: readonly string[], root = false): stri
 
 /** `describe` that runs when `missing` is empty, else skips loudly, or fails under REQUIRE_INFRA=1. */
 export function describeWhenPresent(name: string, missing: readonly string[], body: () => void): void {
-  if (missing.length === 0) {
-    describe(name, body);
-    return;
-  }
   const reason = `missing ${missing.join(', ')} (.ci/run installs the Debian packages: podman runc debootstrap netavark aardvark-dns iptables)`;
-  if (process.env.REQUIRE_INFRA === '1') {
-    describe(name, () => {
-      it('needs its programs', () => {
-        throw new Error(`REQUIRE_INFRA=1 and ${reason}`);
-      });
-    });
-  } else {
-    console.warn(`\n\n*** ${name} is SKIPPED: ${reason}\n`);
-    describe.skip(name, body);
-  }
+  describeUnlessMissing(name, missing.length === 0 ? undefined : reason, body, infraRequired());
 }

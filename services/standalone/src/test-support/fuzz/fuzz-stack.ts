@@ -1,12 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { freePort, loadConfig, type Db, type Logger } from '@svc/runtime';
+import type { Db, Logger } from '@svc/runtime';
 import { AccountsStore } from '@svc/accounts';
-import { createTestDatabase, kafkaEnv, type TestDatabase } from '@svc/testkit';
-import { standaloneConfigSpec } from '../../config';
-import { startStack, type RunningStack } from '../../stack';
+import { kafkaEnv } from '@svc/testkit';
+import { startTestStack } from '../test-stack';
 import { rawRequest } from './raw-http';
 import type { FuzzTargets } from './requests';
 
@@ -30,43 +26,19 @@ export interface FuzzStack {
  * the per-IP limits do not cap the fuzzer.
  */
 export async function startFuzzStack(tier: Tier, logger: Logger): Promise<FuzzStack> {
-  const t: TestDatabase = await createTestDatabase();
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-fuzz-'));
-  let stack: RunningStack | undefined;
+  const { t, port, stop } = await startTestStack('fuzz', logger, {
+    TRUSTED_PROXIES: '127.0.0.1/32',
+    ...(tier === 'kafka' ? { ...kafkaEnv(), TOPIC_PREFIX: `fuzz${randomBytes(4).toString('hex')}.` } : {}),
+  });
   try {
-    const port = await freePort();
-    const kafka = tier === 'kafka';
-    const config = loadConfig(standaloneConfigSpec, {
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATABASE_URL: t.url,
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'silent',
-      TRUSTED_PROXIES: '127.0.0.1/32',
-      ...(kafka ? { ...kafkaEnv(), TOPIC_PREFIX: `fuzz${randomBytes(4).toString('hex')}.` } : {}),
-    });
-    stack = await startStack(config, logger);
     const accounts = new AccountsStore(t.db);
     const orgs = await Promise.all(['fuzz-a', 'fuzz-b', 'bystander'].map((name) => seedOrganisation(accounts, t.db, port, name)));
     for (const org of orgs) {
       org.foreignProfileIds = orgs.filter((o) => o !== org).flatMap((o) => o.ownProfileIds);
     }
-    const running = stack;
-    return {
-      port,
-      db: t.db,
-      targets: orgs.slice(0, 2),
-      bystander: orgs[2] as FuzzTargets,
-      async stop() {
-        await running.lifecycle.shutdown('fuzz done');
-        await t.drop();
-        await rm(dataDir, { recursive: true, force: true });
-      },
-    };
+    return { port, db: t.db, targets: orgs.slice(0, 2), bystander: orgs[2] as FuzzTargets, stop };
   } catch (err) {
-    await stack?.lifecycle.shutdown('fuzz set-up failed');
-    await t.drop();
-    await rm(dataDir, { recursive: true, force: true });
+    await stop();
     throw err;
   }
 }
