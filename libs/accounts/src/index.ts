@@ -13,4 +13,5 @@ export { KeyCache } from './auth/key-cache';
 export { FailedAuthThrottle, failedAuthThrottle, type FailedAuthThrottleOptions } from './auth/failed-auth-throttle';
 export { InProcessRateLimiter, PostgresRateLimiter, type RateLimiter, type RateLimitRule, type RateLimitVerdict } from './rate-limit/rate-limiter';
 export { rateLimitMigrations } from './rate-limit/migrations';
-export { admit, perIpRateLimited, perOrgIpRule, rateLimitHeaders, type AdmissionDeps } from './rate-limit/http';
+export { admit, perOrgIpRule, type AdmissionDeps } from './rate-limit/http';
+export { perIpRateLimited, rateLimitHeaders } from './rate-limit/responses';

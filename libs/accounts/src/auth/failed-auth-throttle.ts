@@ -1,5 +1,5 @@
 import { limitAddress, type HttpError, type Metrics } from '@svc/runtime';
-import { perIpRateLimited } from '../rate-limit/http';
+import { perIpRateLimited } from '../rate-limit/responses';
 
 export interface FailedAuthThrottleOptions {
   /** Addresses counted per window at most; past it, new ones are not counted (and never refused). Default 100,000. */

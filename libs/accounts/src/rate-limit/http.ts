@@ -1,10 +1,10 @@
-import { ErrorCodes, Headers, Messages } from '@svc/contracts';
 import type { IncomingMessage } from 'node:http';
-import { HttpError, clientIp, limitAddress } from '@svc/runtime';
+import { clientIp, limitAddress } from '@svc/runtime';
 import type { VerifiedKey } from '../accounts/store';
 import { authenticate, type KeyRequirement, type KeyVerifier } from '../auth/authenticate';
 import type { FailedAuthThrottle } from '../auth/failed-auth-throttle';
-import type { RateLimitRule, RateLimitVerdict, RateLimiter } from './rate-limiter';
+import type { RateLimitRule, RateLimiter } from './rate-limiter';
+import { perIpRateLimited } from './responses';
 
 /**
  * The per-(organisation, client IP) rule of an endpoint: its default limit,
@@ -16,23 +16,6 @@ export function perOrgIpRule(endpoint: string, key: VerifiedKey, clientIp: strin
     bucket: `${endpoint}:ip:${key.orgId}:${limitAddress(clientIp)}`,
     limit: Math.min(defaultLimit, key.ratePerMinuteCap ?? Infinity),
   };
-}
-
-/** Retry-After (seconds to the window's end), X-RateLimit-Limit and X-RateLimit-Remaining. */
-export function rateLimitHeaders(v: RateLimitVerdict): Record<string, string> {
-  return {
-    [Headers.retryAfter]: String(v.retryAfterSeconds),
-    [Headers.rateLimitLimit]: String(v.rule.limit),
-    [Headers.rateLimitRemaining]: String(v.remaining),
-  };
-}
-
-/** The spec's per-IP 429: `code: rate_limited` and the rate-limit headers. */
-export function perIpRateLimited(v: RateLimitVerdict): HttpError {
-  return new HttpError(429, Messages.rateLimitedPerIp(v.rule.limit), {
-    code: ErrorCodes.rateLimited,
-    headers: rateLimitHeaders(v),
-  });
 }
 
 /** What a route needs to admit a request: who can verify keys, where the counters live, which proxies to believe, who throttles failed keys. */
