@@ -1,7 +1,7 @@
 /**
  * Accounts: the organisations and API keys of the `accounts` schema (their
  * monthly usage included), authenticating a request's key, the throttle on
- * failed authentications, and the rate limits of the `rate_limits` schema.
+ * failed authentications, and the rate limits of the `ratelimit` schema.
  * Built on libs/runtime's plumbing (database, HTTP errors, metrics, client
  * addresses); nothing in libs/runtime depends on it.
  */
