@@ -26,6 +26,13 @@ export interface ServiceContext<C extends ServiceConfig = ServiceConfig> {
    * whose configuration has every key.
    */
   dataDir?: string;
+  /**
+   * `fn(...args)` once per process: every service of the process that asks
+   * for the same function gets the first call's promise. For start-up work
+   * each service needs and the process needs only once (its keys read and
+   * checked), as when the standalone stack hosts them all.
+   */
+  once<A extends unknown[], T>(fn: (...args: A) => Promise<T>, ...args: A): Promise<T>;
 }
 
 /** What a service adds to the process: routes under /functions/v1, and readiness checks beside the database's. */

@@ -14,14 +14,18 @@ describeWithPostgres('startServices: several services in one process', () => {
   });
   afterAll(() => t.drop());
 
+  /** Start-up work every service asks for (as each reads the process's keys): counted, to show it is done once. */
+  let readKeys = 0;
+  const readTheKeys = async (dataDir: string | undefined) => ({ dataDir, read: ++readKeys });
+
   /** A service that answers its name on /<name>, has a readiness check named after it, and a stop step. */
   const service = (name: string, seen: Record<string, unknown>, ownPoolMax?: number): ServiceDefinition => ({
     name,
     configSpec: {},
     ...(ownPoolMax === undefined ? {} : { ownPoolMax: () => ownPoolMax }),
-    async build({ config, db, bus, lifecycle, dataDir }) {
+    async build({ config, db, bus, lifecycle, dataDir, once }) {
       await db.raw('select 1');
-      seen[name] = { poolMax: config.DB_POOL_MAX, db, bus, dataDir };
+      seen[name] = { poolMax: config.DB_POOL_MAX, db, bus, dataDir, keys: await once(readTheKeys, dataDir) };
       lifecycle.registerFirst(`${name}-worker`, () => undefined);
       return {
         mount: (router) => router.get(`/${name}`, (_req, res) => res.json({ name })),
@@ -31,7 +35,7 @@ describeWithPostgres('startServices: several services in one process', () => {
   });
 
   it('builds each listed definition with the process’s parts, serves them on one server, and stops them in reverse', async () => {
-    const seen: Record<string, { poolMax: number; db: unknown; bus: unknown; dataDir: string | undefined }> = {};
+    const seen: Record<string, { poolMax: number; db: unknown; bus: unknown; dataDir: string | undefined; keys: unknown }> = {};
     const config = loadConfig(serviceConfigSpec, { DATABASE_URL: t.url, PORT: '0', LOG_LEVEL: 'silent' });
     const running = await startServices([service('first', seen), service('second', seen, 3), service('third', seen)], config, {
       name: 'hosted',
@@ -53,6 +57,9 @@ describeWithPostgres('startServices: several services in one process', () => {
     expect(seen.third!.bus).toBe(seen.first!.bus);
     expect(seen.second!.db).not.toBe(seen.first!.db);
     expect(seen.second!.bus).not.toBe(seen.first!.bus);
+    // Work every service asks for is done once for the process, and each gets its result.
+    expect(readKeys).toBe(1);
+    for (const name of ['first', 'second', 'third']) expect(seen[name]!.keys).toEqual({ dataDir: '/keys/here', read: 1 });
     // One registry for the process, with no service's name on its metrics, and every pool in it.
     const metrics = await (await fetch(`${running.url}/metrics`)).text();
     expect(metrics).toMatch(/^process_cpu_user_seconds_total \d/m);

@@ -98,6 +98,12 @@ export async function startServices(definitions: readonly ServiceDefinition[], c
     const tracing = startTracing(options.name, PRODUCT_VERSION, config, logger);
     if (tracing.enabled) lifecycle.registerFirst('tracing', () => tracing.shutdown());
 
+    const started = new Map<object, Promise<unknown>>();
+    const once = <A extends unknown[], T>(fn: (...args: A) => Promise<T>, ...args: A): Promise<T> => {
+      if (!started.has(fn)) started.set(fn, fn(...args));
+      return started.get(fn) as Promise<T>;
+    };
+
     const built: BuiltService[] = [];
     for (const definition of definitions) {
       // Alone, a service's pool is the process's; beside others, one that declares a pool of its own gets it.
@@ -113,6 +119,7 @@ export async function startServices(definitions: readonly ServiceDefinition[], c
           metrics,
           failedAuth,
           tracing,
+          once,
           ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
         }),
       );

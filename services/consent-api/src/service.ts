@@ -12,8 +12,8 @@ import { mountConsentApi } from './routes-setup';
 export const consentService: ServiceDefinition<typeof requiredIdentifierHashConfigSpec> = {
   name: 'consent-api',
   configSpec: requiredIdentifierHashConfigSpec,
-  async build({ config, db, bus, logger, lifecycle, failedAuth, dataDir }) {
-    const hashes = await checkedIdentifierHashes(db, config, dataDir);
+  async build({ config, db, bus, logger, lifecycle, failedAuth, dataDir, once }) {
+    const hashes = await once(checkedIdentifierHashes, db, config, dataDir);
     const topics = prefixedTopics(config.TOPIC_PREFIX);
     await bus.ensureTopics([topics.consentDecisions, topics.profilesErased]);
     let publisher: RepeatingDrain | undefined;

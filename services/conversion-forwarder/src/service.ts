@@ -18,10 +18,10 @@ const configSpec = { ...forwarderConfigSpec, ...requiredIdentifierHashConfigSpec
 export const forwarderService: ServiceDefinition<typeof configSpec> = {
   name: 'conversion-forwarder',
   configSpec,
-  async build({ config, db, bus, logger, metrics, lifecycle, tracing, dataDir }) {
+  async build({ config, db, bus, logger, metrics, lifecycle, tracing, dataDir, once }) {
     // Seals connectors' secrets: its own deployment requires CONNECTOR_SECRET_KEY; the standalone stack may keep one in DATA_DIR.
     const secretKey = dataDir === undefined ? parseSecretKey(config.CONNECTOR_SECRET_KEY) : await resolveSecretKey(config.CONNECTOR_SECRET_KEY, dataDir);
-    const hashes = await checkedIdentifierHashes(db, config, dataDir);
+    const hashes = await once(checkedIdentifierHashes, db, config, dataDir);
     const topics = prefixedTopics(config.TOPIC_PREFIX);
     const forwarder = await startForwarder({
       db,

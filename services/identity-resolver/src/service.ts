@@ -22,9 +22,9 @@ export const resolverService: ServiceDefinition<typeof configSpec> = {
   configSpec,
   // Beside the gateway (the standalone stack): under load its requests must not keep the resolver's transactions, or its outbox relay, waiting for a connection.
   ownPoolMax: (config) => resolverPoolSize(config.RESOLVER_CONSUMERS),
-  async build({ config, db, bus, logger, metrics, lifecycle, tracing, dataDir }) {
-    const masterKeys = await masterKeyRing(config, dataDir);
-    const hashes = await checkedIdentifierHashes(db, config, dataDir);
+  async build({ config, db, bus, logger, metrics, lifecycle, tracing, dataDir, once }) {
+    const masterKeys = await once(masterKeyRing, config, dataDir);
+    const hashes = await once(checkedIdentifierHashes, db, config, dataDir);
     const poolMax = config.DB_POOL_MAX;
     const consumers = Math.min(config.RESOLVER_CONSUMERS, consumersForPool(poolMax));
     if (consumers < config.RESOLVER_CONSUMERS) {

@@ -27,9 +27,9 @@ const configSpec = {
 export const gatewayService: ServiceDefinition<typeof configSpec> = {
   name: 'ingest-gateway',
   configSpec,
-  async build({ config, db, bus, logger, metrics, failedAuth, dataDir }) {
-    const masterKeys = await masterKeyRing(config, dataDir);
-    const hashes = await checkedIdentifierHashes(db, config, dataDir);
+  async build({ config, db, bus, logger, metrics, failedAuth, dataDir, once }) {
+    const masterKeys = await once(masterKeyRing, config, dataDir);
+    const hashes = await once(checkedIdentifierHashes, db, config, dataDir);
     const topics = prefixedTopics(config.TOPIC_PREFIX);
     await bus.ensureTopics([topics.eventsRaw]);
     return {

@@ -14,8 +14,8 @@ const configSpec = { ...profileApiOwnConfigSpec, ...requiredIdentifierHashConfig
 export const profileApiService: ServiceDefinition<typeof configSpec> = {
   name: 'profile-api',
   configSpec,
-  async build({ config, db, bus, logger, lifecycle, failedAuth, dataDir }) {
-    const hashes = await checkedIdentifierHashes(db, config, dataDir);
+  async build({ config, db, bus, logger, lifecycle, failedAuth, dataDir, once }) {
+    const hashes = await once(checkedIdentifierHashes, db, config, dataDir);
     const erasureTopic = prefixedTopics(config.TOPIC_PREFIX).erasureRequests;
     await bus.ensureTopics([erasureTopic]);
     let publisher: ReturnType<typeof mountProfileApi>;
